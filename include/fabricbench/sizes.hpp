@@ -1,0 +1,27 @@
+#pragma once
+// Message sizes: parsing "8", "1K", "64M", "2G" (binary multiples, as
+// nccl-tests) and the geometric ladder from a minimum to a maximum.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fabricbench {
+
+// Bytes for "123", "4K", "64M", "1G" (K = 1024); nullopt on anything else
+// (empty, negative, a fraction, an unknown suffix, overflow).
+std::optional<std::size_t> parse_size(std::string_view text);
+
+// "8 B", "64 KiB", "1.5 MiB": for the progress line and messages.
+std::string format_size(std::size_t bytes);
+
+// min, min*f, min*f^2, ... up to max (max included when reached). Each step
+// is rounded down to a multiple of `align` and always grows by at least
+// `align`, so a factor close to 1 still terminates. Requires min <= max,
+// factor > 1, align > 0.
+std::vector<std::size_t> size_ladder(std::size_t min_bytes, std::size_t max_bytes, double factor,
+                                     std::size_t align = 1);
+
+}  // namespace fabricbench

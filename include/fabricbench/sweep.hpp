@@ -1,0 +1,42 @@
+#pragma once
+// The sweep engine: ops x dtypes x redops x sizes x placements on one
+// transport. Every count is decided on rank 0 and broadcast, so all ranks
+// issue the same operations.
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "fabricbench/comm.hpp"
+#include "fabricbench/config.hpp"
+#include "fabricbench/result.hpp"
+#include "fabricbench/transport.hpp"
+
+namespace fabricbench {
+
+// Timed iterations for a measured warm-up time per iteration: enough to fill
+// min_time_ms, within [min_iters, max_iters]; or fixed_iters when set.
+int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_iteration);
+
+// Callbacks, called on rank 0 only.
+struct SweepListener {
+  // All placements of one (op, dtype, redop, size) point, as they complete.
+  std::function<void(std::span<const SweepRecord>)> on_point;
+  // After the last point of one op (all its dtypes and redops).
+  std::function<void(Op)> on_op_done;
+  // Before each point: position and total, for a progress line.
+  std::function<void(const SweepRecord&, std::size_t done, std::size_t total)> on_progress;
+};
+
+// Runs the sweep on every rank of `comm` (the same group as the transport).
+// Returns the records on rank 0 (empty elsewhere).
+std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
+                                   const SweepListener& listener);
+
+// Fills timing figures from per-rank times: mean/min/max over ranks of the
+// batch time per iteration (seconds), per-iteration samples averaged over
+// ranks (seconds), and the bandwidth of `bytes` with the op's factor.
+Timing make_timing(Op op, int nranks, std::size_t bytes, double mean_s, double min_s, double max_s,
+                   std::span<const double> per_iteration_s, int iterations);
+
+}  // namespace fabricbench

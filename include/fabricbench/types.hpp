@@ -1,0 +1,67 @@
+#pragma once
+// The vocabulary of a sweep: operations, element types, reductions and
+// placements, with their names on the command line and in result files, and
+// the bus-bandwidth factors of nccl-tests so figures compare.
+
+#include <cstddef>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fabricbench {
+
+enum class Op { allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv };
+enum class DType { int8, uint8, int32, int64, half, bfloat16, float32, float64 };
+enum class RedOp { sum, prod, min, max, avg };
+enum class Placement { out_of_place, in_place };
+
+std::string_view name(Op op);
+std::string_view name(DType dtype);
+std::string_view name(RedOp redop);
+std::string_view name(Placement placement);
+
+// Parse a command-line or JSON name; nullopt when unknown. DType accepts the
+// nccl-tests aliases too (float, double, int, char, bf16, fp16...).
+std::optional<Op> parse_op(std::string_view text);
+std::optional<DType> parse_dtype(std::string_view text);
+std::optional<RedOp> parse_redop(std::string_view text);
+
+const std::vector<Op>& all_ops();
+const std::vector<DType>& all_dtypes();
+
+std::size_t element_size(DType dtype);
+bool is_floating(DType dtype);
+bool is_signed(DType dtype);
+
+// Whether the operation combines values with a reduction operator.
+bool reduces(Op op);
+// Whether the operation uses a root rank.
+bool has_root(Op op);
+// Whether a buffer of S bytes is split into one chunk per rank (all-gather,
+// reduce-scatter, all-to-all): its element count is rounded down to a
+// multiple of the rank count, as nccl-tests does.
+bool splits_per_rank(Op op);
+
+// busbw / algbw for n ranks, exactly nccl-tests': all-reduce 2(n-1)/n;
+// all-gather, reduce-scatter, all-to-all (n-1)/n; broadcast, reduce and
+// send/recv 1. n = 1 gives 0 for the former (no data crosses a link), never a
+// division by zero.
+double busbw_factor(Op op, int nranks);
+
+// The element counts of one sweep point on one rank, as nccl-tests defines
+// them: `param` is the count passed to the collective (per rank for all-gather,
+// reduce-scatter and all-to-all; the "count" column), `send` and `recv` the
+// elements each rank sends and receives, and `bytes` the reported size S.
+struct Counts {
+  std::size_t param = 0;
+  std::size_t send = 0;
+  std::size_t recv = 0;
+  std::size_t bytes = 0;
+};
+
+// Counts for a buffer of `bytes` bytes on `nranks` ranks. `bytes` must be a
+// multiple of the element size (the CLI checks); per-rank ops round down.
+Counts counts_for(Op op, DType dtype, std::size_t bytes, int nranks);
+
+}  // namespace fabricbench

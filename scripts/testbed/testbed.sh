@@ -1,0 +1,524 @@
+#!/usr/bin/env bash
+# testbed.sh - a multi-host MPI test bed on one Linux machine.
+#
+# Each "host" is a network namespace (fbh0, fbh1, ...) with one veth link into
+# a Linux bridge in the root namespace, an address <subnet>.(10+i)/24 and, for
+# every command run in it, a private UTS namespace whose hostname is the node
+# name (node0, node1, ...).  Open MPI therefore sees K distinct hosts: ranks on
+# different hosts talk TCP over the veth/bridge (which `tc` can throttle) and
+# ranks on the same host use shared memory (vader).
+#
+# See README.md next to this file for the reasons behind each mechanism.
+set -euo pipefail
+
+SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
+SELF=$SCRIPT_DIR/$(basename "${BASH_SOURCE[0]}")
+
+PREFIX=${FB_TESTBED_PREFIX:-fbh}
+HOSTPREFIX=${FB_TESTBED_HOSTPREFIX:-node}
+STATE=${FB_TESTBED_STATE:-/tmp/fabricbench-testbed-$PREFIX}
+# Bridge and bridge-side veth names are derived from the prefix so that two
+# test beds with different prefixes can coexist.  Interface names are limited
+# to 15 characters, hence the short suffixes.
+BRIDGE=${PREFIX}br
+# Default shaping parameters for tbf; burst must hold at least rate/HZ bytes
+# and a full 64 KiB GSO segment, latency bounds the queue (too small a queue
+# drops packets and measures TCP loss recovery instead of the rate).
+TBF_BURST=${FB_TESTBED_BURST:-256kb}
+TBF_LATENCY=${FB_TESTBED_LATENCY:-100ms}
+
+usage() {
+    cat <<EOF
+usage: testbed.sh COMMAND [ARGS]
+
+  up K [--subnet A.B.C] [--slots S]   create K hosts ${PREFIX}0..${PREFIX}\$((K-1)) named ${HOSTPREFIX}0..
+  down                                remove everything 'up' created (idempotent)
+  status                              show hosts, addresses and qdiscs
+  exec HOST CMD...                    run CMD inside HOST (netns + own hostname)
+  mpirun [ARGS...]                    run Open MPI mpirun from host 0 across the test bed
+  selftest [--np N] [ARGS...]         build and run selftest.c (allreduce + ping-pong)
+  throttle HOST RATE                  limit HOST's link to RATE (tc rate, e.g. 200mbit), both directions
+  throttle-pair HOSTA HOSTB RATE      limit only traffic between HOSTA and HOSTB
+  unthrottle [HOST]                   remove shaping from HOST (default: all hosts)
+  run K [--subnet A.B.C] [--slots S] -- CMD...
+                                      up, run CMD, always down; exit with CMD's status
+
+HOST is a node name (${HOSTPREFIX}3), a namespace name (${PREFIX}3) or an index (3).
+Environment: FB_TESTBED_PREFIX (default fbh), FB_TESTBED_HOSTPREFIX (default node),
+FB_TESTBED_STATE (default /tmp/fabricbench-testbed-\$FB_TESTBED_PREFIX),
+FB_TESTBED_BURST / FB_TESTBED_LATENCY (tbf parameters, default 256kb / 100ms).
+EOF
+}
+
+die() {
+    echo "testbed.sh: $*" >&2
+    exit 1
+}
+
+require_root() {
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "testbed.sh: must run as root (creates network namespaces, veths and a bridge)" >&2
+        exit 2
+    fi
+}
+
+ns_name() { echo "${PREFIX}$1"; }
+host_name() { echo "${HOSTPREFIX}$1"; }
+veth_name() { echo "${PREFIX}v$1"; }
+
+# Load what 'up' recorded; everything except 'up' works on an existing bed.
+load_state() {
+    [[ -r $STATE/config ]] || die "test bed '$PREFIX' is not up (no $STATE/config)"
+    local key val
+    while IFS='=' read -r key val; do
+        case "$key" in
+            K) K=$val ;;
+            SUBNET) SUBNET=$val ;;
+            SLOTS) SLOTS=$val ;;
+            HOSTPREFIX) HOSTPREFIX=$val ;;
+        esac
+    done <"$STATE/config"
+    [[ ${K:-} =~ ^[0-9]+$ && ${SUBNET:-} =~ ^[0-9.]+$ && ${SLOTS:-} =~ ^[0-9]+$ ]] ||
+        die "corrupt $STATE/config"
+}
+
+# HOST argument -> index (accepts node name, namespace name or bare index).
+host_index() {
+    local arg=$1 idx
+    case "$arg" in
+        "$HOSTPREFIX"[0-9]*) idx=${arg#"$HOSTPREFIX"} ;;
+        "$PREFIX"[0-9]*) idx=${arg#"$PREFIX"} ;;
+        *) idx=$arg ;;
+    esac
+    if ! [[ $idx =~ ^[0-9]+$ ]] || ((10#$idx >= K)); then
+        die "unknown host '$arg' (test bed has ${HOSTPREFIX}0..${HOSTPREFIX}$((K - 1)))"
+    fi
+    echo "$((10#$idx))"
+}
+
+host_ip() { echo "$SUBNET.$((10 + $1))"; }
+
+# ---------------------------------------------------------------- up / down
+
+# Succeeds if any of the given PIDs is still running (zombies don't count:
+# processes orphaned by a killed mpirun wait as zombies until init reaps them).
+live_pids() {
+    local pid st
+    for pid in "$@"; do
+        st=$(ps -o stat= -p "$pid" 2>/dev/null || true)
+        [[ -n $st && $st != Z* ]] && return 0
+    done
+    return 1
+}
+
+cmd_down() {
+    local ns veth i n
+    local -a nss=() pids=()
+    mapfile -t nss < <(ip netns list 2>/dev/null | awk '{print $1}' | grep -E "^${PREFIX}[0-9]+$" || true)
+    # Stop stragglers (mpirun, orted, ranks) still living in the namespaces,
+    # by PID: SIGTERM first so mpirun can tear its daemons down cleanly while
+    # the network still exists, SIGKILL whatever is left after a few seconds.
+    for ns in "${nss[@]}"; do
+        mapfile -t -O "${#pids[@]}" pids < <(ip netns pids "$ns" 2>/dev/null || true)
+    done
+    if [[ ${#pids[@]} -gt 0 ]]; then
+        kill -TERM "${pids[@]}" 2>/dev/null || true
+        for ((n = 0; n < 30; n++)); do
+            live_pids "${pids[@]}" || break
+            sleep 0.1
+        done
+        kill -KILL "${pids[@]}" 2>/dev/null || true
+    fi
+    # Delete the root-side veths first: that removes their peers in the
+    # namespaces synchronously, whereas deleting a namespace tears its devices
+    # down asynchronously and would leave the veth visible for a moment.
+    for veth in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${PREFIX}v[0-9]+$" || true); do
+        ip link del "$veth" 2>/dev/null || true
+    done
+    for ns in "${nss[@]}"; do
+        ip netns del "$ns" 2>/dev/null || true
+        rm -rf "/etc/netns/$ns"
+    done
+    # /etc/netns entries whose namespace is already gone.
+    for i in /etc/netns/"${PREFIX}"[0-9]*; do
+        [[ -e $i && $(basename "$i") =~ ^${PREFIX}[0-9]+$ ]] && rm -rf "$i"
+    done
+    rmdir /etc/netns 2>/dev/null || true
+    if ip link show "$BRIDGE" >/dev/null 2>&1; then
+        ip link del "$BRIDGE" 2>/dev/null || true
+    fi
+    # Open MPI shared-memory segments are named after the hostname; remove any
+    # left behind by crashed ranks of this bed.
+    if [[ -r $STATE/config ]]; then
+        local hp
+        hp=$(sed -n 's/^HOSTPREFIX=//p' "$STATE/config")
+        if [[ -n $hp ]]; then
+            rm -f /dev/shm/vader_segment."$hp"[0-9]*.* 2>/dev/null || true
+        fi
+    fi
+    rm -rf "$STATE"
+    return 0
+}
+
+cmd_up() {
+    local k="" subnet=10.77.0 slots=2
+    while [[ $# -gt 0 ]]; do
+        case "$1" in
+            --subnet) [[ $# -ge 2 ]] || die "--subnet needs a value"; subnet=$2; shift 2 ;;
+            --subnet=*) subnet=${1#*=}; shift ;;
+            --slots) [[ $# -ge 2 ]] || die "--slots needs a value"; slots=$2; shift 2 ;;
+            --slots=*) slots=${1#*=}; shift ;;
+            -*) die "up: unknown option $1" ;;
+            *) [[ -z $k ]] || die "up: unexpected argument $1"; k=$1; shift ;;
+        esac
+    done
+    if ! [[ $k =~ ^[0-9]+$ ]] || ((10#$k < 1 || 10#$k > 200)); then die "up: K must be 1..200"; fi
+    if ! [[ $slots =~ ^[0-9]+$ ]] || ((10#$slots < 1)); then die "up: --slots must be >= 1"; fi
+    k=$((10#$k)) slots=$((10#$slots))
+    # Only private (RFC 1918) /24s: the namespaces have no default route, so
+    # nothing can leave the subnet, and a private prefix cannot shadow a real
+    # destination even by mistake.
+    [[ $subnet =~ ^(10\.[0-9]{1,3}\.[0-9]{1,3}|192\.168\.[0-9]{1,3}|172\.(1[6-9]|2[0-9]|3[01])\.[0-9]{1,3})$ ]] ||
+        die "up: --subnet must be a private /24 prefix like 10.77.0"
+    local o
+    for o in ${subnet//./ }; do ((o <= 255)) || die "up: bad --subnet $subnet"; done
+    command -v ip >/dev/null || die "ip (iproute2) not found: apt-get install -y iproute2"
+
+    if ip link show "$BRIDGE" >/dev/null 2>&1 || [[ -e $STATE ]] ||
+        ip netns list | awk '{print $1}' | grep -qE "^${PREFIX}[0-9]+$"; then
+        die "test bed '$PREFIX' already exists; run 'testbed.sh down' first"
+    fi
+
+    K=$k SUBNET=$subnet SLOTS=$slots
+    # Any failure or interrupt half-way leaves partial state: tear it down.
+    # The signal traps only exit; the EXIT trap then sees a non-zero status.
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    trap 'rc=$?; if [[ $rc -ne 0 ]]; then echo "testbed.sh: up failed or interrupted, cleaning up" >&2; cmd_down; fi' EXIT
+
+    mkdir -p "$STATE"
+    chmod 755 "$STATE"
+    {
+        echo "K=$K"
+        echo "SUBNET=$SUBNET"
+        echo "SLOTS=$SLOTS"
+        echo "PREFIX=$PREFIX"
+        echo "HOSTPREFIX=$HOSTPREFIX"
+    } >"$STATE/config"
+
+    {
+        echo "127.0.0.1 localhost"
+        echo "::1 localhost ip6-localhost ip6-loopback"
+        for ((i = 0; i < K; i++)); do echo "$(host_ip "$i") $(host_name "$i")"; done
+    } >"$STATE/hosts"
+    : >"$STATE/hostfile"
+    : >"$STATE/nodes"
+    for ((i = 0; i < K; i++)); do
+        echo "$(host_name "$i") slots=$SLOTS" >>"$STATE/hostfile"
+        echo "$(host_name "$i") $(ns_name "$i") $(host_ip "$i")" >>"$STATE/nodes"
+    done
+
+    # The bridge stays address-less: the root namespace is not part of the
+    # test subnet, so no test traffic can be routed anywhere else.
+    ip link add "$BRIDGE" type bridge
+    echo 1 >"/proc/sys/net/ipv6/conf/$BRIDGE/disable_ipv6" 2>/dev/null || true
+    ip link set "$BRIDGE" up
+
+    local ns veth
+    for ((i = 0; i < K; i++)); do
+        ns=$(ns_name "$i")
+        veth=$(veth_name "$i")
+        ip netns add "$ns"
+        # `ip netns exec` bind-mounts every file in /etc/netns/<ns>/ over
+        # /etc/<file>: this gives each host the test bed's name table.
+        mkdir -p "/etc/netns/$ns"
+        cp "$STATE/hosts" "/etc/netns/$ns/hosts"
+        ip link add "$veth" type veth peer name eth0 netns "$ns"
+        echo 1 >"/proc/sys/net/ipv6/conf/$veth/disable_ipv6" 2>/dev/null || true
+        ip link set "$veth" master "$BRIDGE"
+        ip link set "$veth" up
+        # IPv6 off inside the host: no link-local addresses for Open MPI to
+        # pick up and no router solicitations on the bridge.
+        ip netns exec "$ns" sh -c 'echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6; echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6' 2>/dev/null || true
+        ip -n "$ns" link set lo up
+        ip -n "$ns" addr add "$(host_ip "$i")/24" dev eth0
+        ip -n "$ns" link set eth0 up
+    done
+    trap - INT TERM EXIT
+    echo "testbed '$PREFIX' up: $K hosts ${HOSTPREFIX}0..${HOSTPREFIX}$((K - 1)) on $SUBNET.0/24, state in $STATE"
+}
+
+cmd_status() {
+    load_state
+    echo "state: $STATE  bridge: $BRIDGE  subnet: $SUBNET.0/24  slots/host: $SLOTS"
+    local i ns
+    for ((i = 0; i < K; i++)); do
+        ns=$(ns_name "$i")
+        printf '%s %s %s\n' "$(host_name "$i")" "$ns" "$(host_ip "$i")"
+        ip netns exec "$ns" tc qdisc show dev eth0 | sed 's/^/    host egress:   /'
+        tc qdisc show dev "$(veth_name "$i")" | sed 's/^/    bridge egress: /'
+    done
+}
+
+# ---------------------------------------------------------------- exec / mpirun
+
+# Run "$@" inside host $1 with its own UTS namespace so hostname(1),
+# gethostname(2) and MPI_Get_processor_name report the node name.  Arguments
+# are passed through verbatim (no shell re-parsing).
+exec_in_host() {
+    local i=$1
+    shift
+    # Every step execs (ip netns exec, unshare without --fork, sh), so the
+    # final command inherits this PID.
+    # shellcheck disable=SC2016 # $1/$@ are expanded by the inner sh
+    exec ip netns exec "$(ns_name "$i")" unshare --uts -- \
+        sh -c 'hostname "$1" || exit 1; shift; exec "$@"' fb-exec "$(host_name "$i")" "$@"
+}
+
+cmd_exec() {
+    load_state
+    [[ $# -ge 2 ]] || die "usage: testbed.sh exec HOST CMD..."
+    local i
+    i=$(host_index "$1")
+    shift
+    # exec: the command takes over this PID, so signals sent to us reach it.
+    exec_in_host "$i" "$@"
+}
+
+cmd_mpirun() {
+    load_state
+    local agent=$SCRIPT_DIR/rsh-agent.sh
+    [[ $agent != *[[:space:]]* ]] || die "path of rsh-agent.sh must not contain whitespace: $agent"
+    # Open MPI splits plm_rsh_agent on spaces; fall back to "bash <path>" if the
+    # executable bit got lost (e.g. copied without modes).
+    local agent_cmd=$agent
+    [[ -x $agent ]] || agent_cmd="bash $agent"
+    local net=$SUBNET.0/24
+    local -a args=(
+        --allow-run-as-root
+        --oversubscribe
+        --hostfile "$STATE/hostfile"
+        # Launch every remote orted through our agent, directly from mpirun:
+        # tree spawn would make orteds launch orteds, needlessly nesting
+        # namespaces.
+        --mca plm rsh
+        --mca plm_rsh_agent "$agent_cmd"
+        --mca plm_rsh_no_tree_spawn 1
+        # The remote shell is always sh (see rsh-agent.sh); don't probe.
+        --mca plm_rsh_assume_same_shell 1
+        # ob1 + explicit BTLs: UCX (pml/osc ucx) would notice that all
+        # "hosts" share one kernel and route around the veths via shared memory.
+        --mca pml ob1
+        --mca osc '^ucx'
+        --mca btl 'tcp,vader,self'
+        # Pin both MPI traffic and the runtime's out-of-band channel to the
+        # test subnet: that is the only network the namespaces have, and
+        # loopback must never be chosen for inter-host traffic.
+        --mca btl_tcp_if_include "$net"
+        --mca oob_tcp_if_include "$net"
+        # Session directories under the state dir, so 'down' removes them.
+        --mca orte_tmpdir_base "$STATE/tmp"
+        # All hosts share the same few cores: let the kernel schedule ranks
+        # rather than binding ranks of different hosts to the same core, and
+        # make idle ranks yield the CPU.
+        --bind-to none
+        --mca mpi_yield_when_idle 1
+    )
+    mkdir -p "$STATE/tmp"
+    # mpirun itself runs inside host 0 (hostname node0): there it sees the test
+    # subnet and the test bed's /etc/hosts, node0 is treated as the local node
+    # and every other node is launched through the agent.
+    # exec so that mpirun has this PID: a SIGTERM/SIGINT for `testbed.sh
+    # mpirun` goes straight to mpirun, which then stops its remote daemons.
+    exec_in_host 0 env FB_TESTBED_STATE="$STATE" FB_TESTBED_PREFIX="$PREFIX" FB_TESTBED_HOSTPREFIX="$HOSTPREFIX" \
+        mpirun "${args[@]}" "$@"
+}
+
+cmd_selftest() {
+    load_state
+    local np=$((K * SLOTS))
+    if [[ ${1:-} == --np || ${1:-} == -np ]]; then
+        [[ $# -ge 2 ]] || die "selftest: --np needs a value"
+        np=$2
+        shift 2
+    fi
+    local src=$SCRIPT_DIR/selftest.c bin=$STATE/selftest
+    if [[ ! -x $bin || $src -nt $bin ]]; then
+        command -v mpicc >/dev/null || die "mpicc not found (apt-get install -y libopenmpi-dev)"
+        mpicc -O2 -Wall -o "$bin" "$src"
+    fi
+    cmd_mpirun -np "$np" "$bin" "$@"
+}
+
+# ---------------------------------------------------------------- shaping
+
+# Deleting a root qdisc that was never added fails with "Cannot delete qdisc
+# with handle of zero"; that is the desired end state, so ignore it.
+clear_qdiscs() {
+    local i=$1
+    ip netns exec "$(ns_name "$i")" tc qdisc del dev eth0 root 2>/dev/null || true
+    tc qdisc del dev "$(veth_name "$i")" root 2>/dev/null || true
+}
+
+root_qdisc_kind() {
+    # prints e.g. "tbf", "htb" or "noqueue" for the host-side eth0
+    ip netns exec "$(ns_name "$1")" tc qdisc show dev eth0 root | awk 'NR==1 {print $2}'
+}
+
+check_rate() {
+    [[ $1 =~ ^[0-9]+(\.[0-9]+)?([kmgt]?(bit|bps))$ ]] || die "bad rate '$1' (use e.g. 100mbit, 1gbit, 50mbps)"
+}
+
+# tbf is used because this kernel lacks netem, prio, fq_codel and most
+# classifiers; tbf, htb and the u32 classifier are available.
+cmd_throttle() {
+    load_state
+    [[ $# -eq 2 ]] || die "usage: testbed.sh throttle HOST RATE"
+    local i rate=$2
+    i=$(host_index "$1")
+    check_rate "$rate"
+    clear_qdiscs "$i"
+    # Host-side eth0 egress shapes what the host sends; the bridge-side veth's
+    # egress is what the host receives.  Shaping both makes the link behave
+    # like a slower NIC in both directions.
+    ip netns exec "$(ns_name "$i")" tc qdisc add dev eth0 root handle 1: \
+        tbf rate "$rate" burst "$TBF_BURST" latency "$TBF_LATENCY"
+    tc qdisc add dev "$(veth_name "$i")" root handle 1: \
+        tbf rate "$rate" burst "$TBF_BURST" latency "$TBF_LATENCY"
+    echo "throttled $(host_name "$i") to $rate (both directions)"
+}
+
+# Add (or replace) a shaped class for traffic from host $1 to IP $2 on host $1's
+# eth0 egress.  The root is an htb whose default class does not exist, so
+# unmatched traffic is dequeued directly, unshaped; a u32 filter on the peer's
+# IP sends the pair's traffic to a class limited by htb with a tbf leaf.
+add_pair_class() {
+    local i=$1 j=$2 rate=$3 ns kind minor
+    ns=$(ns_name "$i")
+    kind=$(root_qdisc_kind "$i")
+    case "$kind" in
+        htb) ;;
+        tbf) die "$(host_name "$i") has a whole-link throttle; run 'unthrottle $(host_name "$i")' first" ;;
+        *)
+            ip netns exec "$ns" tc qdisc replace dev eth0 root handle 1: htb default 0
+            ;;
+    esac
+    minor=$(printf '%x' $((0x100 + j)))
+    # Replace semantics: drop an older class/filter for the same peer first.
+    ip netns exec "$ns" tc filter del dev eth0 parent 1: prio $((100 + j)) 2>/dev/null || true
+    ip netns exec "$ns" tc qdisc del dev eth0 parent "1:$minor" 2>/dev/null || true
+    ip netns exec "$ns" tc class del dev eth0 classid "1:$minor" 2>/dev/null || true
+    # quantum is set explicitly because the default (rate/r2q) is out of range
+    # for high rates and htb warns about it.
+    ip netns exec "$ns" tc class add dev eth0 parent 1: classid "1:$minor" \
+        htb rate "$rate" ceil "$rate" burst "$TBF_BURST" cburst "$TBF_BURST" quantum 60000
+    ip netns exec "$ns" tc qdisc add dev eth0 parent "1:$minor" handle "$minor:" \
+        tbf rate "$rate" burst "$TBF_BURST" latency "$TBF_LATENCY"
+    ip netns exec "$ns" tc filter add dev eth0 parent 1: protocol ip prio $((100 + j)) \
+        u32 match ip dst "$(host_ip "$j")/32" flowid "1:$minor"
+}
+
+cmd_throttle_pair() {
+    load_state
+    [[ $# -eq 3 ]] || die "usage: testbed.sh throttle-pair HOSTA HOSTB RATE"
+    local a b rate=$3
+    a=$(host_index "$1")
+    b=$(host_index "$2")
+    [[ $a -ne $b ]] || die "throttle-pair: HOSTA and HOSTB must differ"
+    check_rate "$rate"
+    # Shaping each host's egress towards the other covers both directions.
+    add_pair_class "$a" "$b" "$rate"
+    add_pair_class "$b" "$a" "$rate"
+    echo "throttled $(host_name "$a") <-> $(host_name "$b") to $rate"
+}
+
+cmd_unthrottle() {
+    load_state
+    local i
+    if [[ $# -ge 1 ]]; then
+        i=$(host_index "$1")
+        clear_qdiscs "$i"
+        echo "unthrottled $(host_name "$i")"
+    else
+        for ((i = 0; i < K; i++)); do clear_qdiscs "$i"; done
+        echo "unthrottled all hosts"
+    fi
+}
+
+# ---------------------------------------------------------------- run
+
+cmd_run() {
+    local -a upargs=()
+    while [[ $# -gt 0 && $1 != -- ]]; do
+        upargs+=("$1")
+        shift
+    done
+    [[ ${1:-} == -- ]] || die "usage: testbed.sh run K [--subnet A.B.C] [--slots S] -- CMD..."
+    shift
+    [[ $# -ge 1 ]] || die "run: no command given"
+    # Run 'up' in a child so its own traps stay separate; tear down no matter
+    # how we leave (normal exit, failure, Ctrl-C, kill).
+    "$SELF" up "${upargs[@]}"
+    trap 'cmd_down' EXIT
+    # The command runs in the background and we `wait` for it: bash defers
+    # traps while a foreground child runs, so a SIGTERM sent to this script
+    # alone would otherwise only act once the command had finished.  The
+    # explicit <&0 keeps stdin (bash gives background jobs /dev/null).
+    # The command inherits the bed's identity so nested testbed.sh calls find it.
+    # set -m puts it in its own process group (and keeps SIGINT/SIGQUIT at
+    # their defaults, which bash otherwise ignores in background jobs), so
+    # stop_child can signal the whole command tree.
+    set -m
+    FB_TESTBED_PREFIX=$PREFIX FB_TESTBED_HOSTPREFIX=$HOSTPREFIX FB_TESTBED_STATE=$STATE "$@" <&0 &
+    RUN_CHILD=$!
+    set +m
+    trap 'stop_child; exit 130' INT
+    trap 'stop_child; exit 143' TERM
+    local rc=0
+    wait "$RUN_CHILD" || rc=$?
+    return "$rc"
+}
+
+# Ask the command started by `run` to stop (mpirun tears down its daemons on
+# SIGTERM), give it a few seconds, then let `down` kill whatever is left in
+# the namespaces.
+stop_child() {
+    kill -TERM -- "-$RUN_CHILD" 2>/dev/null || return 0
+    local n
+    for ((n = 0; n < 50; n++)); do
+        # kill -0 would also "succeed" on zombies (killed orteds linger as
+        # zombies until init reaps them), so look for live members instead.
+        ps -eo pgid=,stat= | awk -v g="$RUN_CHILD" '$1 == g && $2 !~ /^Z/ {found = 1} END {exit !found}' || break
+        sleep 0.1
+    done
+    kill -KILL -- "-$RUN_CHILD" 2>/dev/null || true
+}
+
+main() {
+    local cmd=${1:-}
+    case "$cmd" in
+        "") usage >&2; exit 1 ;;
+        -h | --help | help) usage; return ;;
+    esac
+    shift
+    require_root
+    # Names are used in interface names (max 15 chars: <prefix>v<index>,
+    # <prefix>br) and in grep patterns, so keep them short and plain.
+    [[ $PREFIX =~ ^[a-z][a-z0-9]{0,7}$ ]] || die "FB_TESTBED_PREFIX must match [a-z][a-z0-9]{0,7}"
+    [[ $HOSTPREFIX =~ ^[a-z][a-z0-9-]{0,30}$ ]] || die "FB_TESTBED_HOSTPREFIX must be a simple hostname prefix"
+    case "$cmd" in
+        up) cmd_up "$@" ;;
+        down) cmd_down ;;
+        status) cmd_status ;;
+        exec) cmd_exec "$@" ;;
+        mpirun) cmd_mpirun "$@" ;;
+        selftest) cmd_selftest "$@" ;;
+        throttle) cmd_throttle "$@" ;;
+        throttle-pair) cmd_throttle_pair "$@" ;;
+        unthrottle) cmd_unthrottle "$@" ;;
+        run) cmd_run "$@" ;;
+        *) usage >&2; exit 1 ;;
+    esac
+}
+
+main "$@"

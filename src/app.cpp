@@ -1,0 +1,223 @@
+#include "fabricbench/app.hpp"
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "fabricbench/build_info.hpp"
+#include "fabricbench/cli.hpp"
+#include "fabricbench/error.hpp"
+#include "fabricbench/layout.hpp"
+#include "fabricbench/mpi_transport.hpp"
+#include "fabricbench/output.hpp"
+#include "fabricbench/sizes.hpp"
+#include "fabricbench/sweep.hpp"
+#include "fabricbench/writers.hpp"
+
+extern char** environ;  // NOLINT(readability-redundant-declaration)
+
+namespace fabricbench {
+namespace {
+
+std::string utc_now() {
+  const std::time_t now = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&now, &tm);
+  char text[32];
+  std::strftime(text, sizeof(text), "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return text;
+}
+
+bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
+
+// The variables that change how NCCL, UCX and Open MPI move data. Open MPI's
+// own launch bookkeeping (OMPI_COMM_WORLD_*, OMPI_MCA_orte_*, ...) differs per
+// rank and run and shapes nothing, so it is left out.
+std::map<std::string, std::string> shaping_environment() {
+  std::map<std::string, std::string> out;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const auto eq = entry.find('=');
+    if (eq == std::string_view::npos) continue;
+    const std::string_view key = entry.substr(0, eq);
+    bool keep = starts_with(key, "NCCL_") || starts_with(key, "UCX_") || key == "CUDA_VISIBLE_DEVICES";
+    if (starts_with(key, "OMPI_MCA_")) {
+      keep = !(starts_with(key, "OMPI_MCA_orte_") || starts_with(key, "OMPI_MCA_ess_") ||
+               starts_with(key, "OMPI_MCA_pmix") || key == "OMPI_MCA_initial_wdir" ||
+               starts_with(key, "OMPI_MCA_shmem_RUNTIME"));
+    }
+    if (keep) out.emplace(key, entry.substr(eq + 1));
+  }
+  return out;
+}
+
+// Runs `check` on rank 0 only (it looks at rank 0's file system) and makes
+// every rank throw its UsageError, so the whole job exits 2 together.
+void agree_on_root(const Comm& world, const std::function<void()>& check) {
+  std::string message;
+  if (world.rank() == 0) {
+    try {
+      check();
+    } catch (const UsageError& e) {
+      message = e.what();
+    }
+  }
+  std::uint64_t length = world.broadcast_value<std::uint64_t>(message.size(), 0);
+  if (length == 0) return;
+  message.resize(length);
+  world.broadcast(std::as_writable_bytes(std::span<char>(message.data(), message.size())), 0);
+  throw UsageError(message);
+}
+
+// A one-line progress report on stderr: only on a terminal, and only once
+// the run has lasted a couple of seconds.
+class Progress {
+ public:
+  explicit Progress(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO) != 0) {}
+  void update(const SweepRecord& r, std::size_t done, std::size_t total) {
+    if (!enabled_) return;
+    if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(2)) return;
+    std::cerr << fmt::format("\r\033[K[{}/{}] {} {} {}", done + 1, total, name(r.op), name(r.dtype),
+                             format_size(r.bytes))
+              << std::flush;
+    shown_ = true;
+  }
+  void clear() {
+    if (!shown_) return;
+    std::cerr << "\r\033[K" << std::flush;
+    shown_ = false;
+  }
+
+ private:
+  bool enabled_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+void save(const RunConfig& config, const RunResult& result) {
+  if (!config.json_path.empty())
+    write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
+  if (!config.csv_path.empty())
+    write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result.records, out); });
+}
+
+int execute(const RunConfig& config, const Comm& world) {
+  const bool lead = world.rank() == 0;
+  const Layout layout = discover_layout(world);
+  validate_for_world(config, world.size());
+  const std::unique_ptr<Transport> transport = make_transport(config.transport, world);
+  validate_for_transport(config, *transport);
+  agree_on_root(world, [&config] {
+    if (!config.json_path.empty()) check_writable(config.json_path, "--json");
+    if (!config.csv_path.empty()) check_writable(config.csv_path, "--csv");
+  });
+
+  RunResult result;
+  result.tool = tool_info();
+  result.checked = config.check;
+  RunInfo& info = result.run;
+  info.start_utc = utc_now();
+  info.command_line = config.command_line;
+  info.command_line.insert(info.command_line.begin(), "fabricbench");
+  info.ranks = layout.ranks;
+  info.nodes = layout.nodes;
+  info.ranks_per_node = layout.ranks_per_node;
+  info.hostnames = layout.hostnames;
+  info.transport = transport->name();
+  info.environment = shaping_environment();
+
+  if (lead && !config.quiet) {
+    std::cout << fmt::format("# fabricbench {} (git {}) transport {}: {} ranks on {} node{}\n", result.tool.version,
+                             result.tool.git, info.transport, info.ranks, info.nodes, info.nodes == 1 ? "" : "s");
+    for (int n = 0; n < layout.nodes; ++n)
+      std::cout << fmt::format("#   node {} {}: {} ranks\n", n, layout.hostnames[static_cast<std::size_t>(n)],
+                               layout.ranks_per_node[static_cast<std::size_t>(n)]);
+  }
+  if (lead) save(config, result);  // a valid (empty, incomplete) file from the start
+
+  TableWriter table(std::cout);
+  Progress progress(lead && !config.quiet);
+  SweepListener listener;
+  listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
+    progress.update(r, done, total);
+  };
+  listener.on_point = [&](std::span<const SweepRecord> records) {
+    progress.clear();
+    if (!config.quiet) table.point(records);
+    for (const SweepRecord& r : records) {
+      result.records.push_back(r);
+      if (r.timing && r.timing->wrong) result.wrong_total += *r.timing->wrong;
+    }
+  };
+  listener.on_op_done = [&](Op) { save(config, result); };
+
+  run_sweep(config, *transport, world, listener);
+  progress.clear();
+  if (!lead) return exit_ok;
+  result.complete = true;
+  save(config, result);
+  table.summary(result);
+  if (!data_ok(result)) {
+    std::cerr << fmt::format("fabricbench: {} wrong elements: the data check failed\n", result.wrong_total);
+    return exit_failed;
+  }
+  return exit_ok;
+}
+
+}  // namespace
+
+int launcher_rank() {
+  for (const char* key : {"OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"}) {
+    if (const char* value = std::getenv(key)) return std::atoi(value);
+  }
+  return 0;
+}
+
+std::unique_ptr<Transport> make_transport(TransportChoice choice, const Comm& comm) {
+  if (choice == TransportChoice::nccl)
+    throw UsageError("--transport nccl: this build has no NCCL transport (built without CUDA and NCCL); "
+                     "use --transport mpi");
+#if FABRICBENCH_HAVE_MPI
+  return std::make_unique<MpiTransport>(comm);
+#else
+  (void)comm;
+  throw UsageError("no transport: this build has neither MPI nor NCCL (configure with FABRICBENCH_MPI=ON)");
+#endif
+}
+
+void validate_for_transport(const RunConfig& config, const Transport& transport) {
+  for (const DType dtype : config.dtypes) {
+    if (auto why = transport.unsupported(Op::allgather, dtype, RedOp::sum))
+      throw UsageError(fmt::format("--dtype {}: {}", name(dtype), *why));
+  }
+  if (!std::any_of(config.ops.begin(), config.ops.end(), reduces)) return;
+  for (const RedOp redop : config.redops) {
+    if (auto why = transport.unsupported(Op::allreduce, DType::float32, redop))
+      throw UsageError(fmt::format("--redop {}: {}", name(redop), *why));
+  }
+}
+
+int run_measurements(int* argc, char*** argv, const RunConfig& config) {
+  const MpiSession session(argc, argv);
+  const Comm world = Comm::world();
+  const bool lead = world.rank() == 0;
+  try {
+    return execute(config, world);
+  } catch (const UsageError& e) {
+    // Raised on every rank alike; one line from rank 0.
+    if (lead) std::cerr << "fabricbench: error: " << e.what() << '\n';
+    return exit_usage;
+  } catch (const std::exception& e) {
+    std::cerr << fmt::format("fabricbench: error on {} rank {}: {}\n", this_hostname(), world.rank(), e.what());
+    if (world.size() > 1) world.abort(exit_error);
+    return exit_error;
+  }
+}
+
+}  // namespace fabricbench

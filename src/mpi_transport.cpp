@@ -1,0 +1,208 @@
+#include "fabricbench/mpi_transport.hpp"
+
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "fabricbench/error.hpp"
+#include "fabricbench/pattern.hpp"
+
+#if FABRICBENCH_HAVE_MPI
+#include "mpi_check.hpp"
+#endif
+
+namespace fabricbench {
+
+void HostBuffer::Free::operator()(std::byte* p) const noexcept { std::free(p); }  // NOLINT(cppcoreguidelines-no-malloc)
+
+HostBuffer::HostBuffer(std::size_t bytes) : size_(bytes) {
+  if (bytes == 0) return;
+  const auto page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  const std::size_t rounded = (bytes + page - 1) / page * page;
+  void* p = std::aligned_alloc(page, rounded);  // NOLINT(cppcoreguidelines-no-malloc)
+  if (p == nullptr) throw SystemError(fmt::format("cannot allocate {} bytes of host memory", bytes));
+  // Touch every page now so first-touch page faults stay out of the timing.
+  std::memset(p, 0, rounded);
+  data_.reset(static_cast<std::byte*>(p));
+}
+
+#if FABRICBENCH_HAVE_MPI
+
+namespace {
+
+MPI_Datatype mpi_datatype(DType dtype) {
+  switch (dtype) {
+    case DType::int8: return MPI_INT8_T;
+    case DType::uint8: return MPI_UINT8_T;
+    case DType::int32: return MPI_INT32_T;
+    case DType::int64: return MPI_INT64_T;
+    case DType::float32: return MPI_FLOAT;
+    case DType::float64: return MPI_DOUBLE;
+    case DType::half:
+    case DType::bfloat16: break;
+  }
+  return MPI_DATATYPE_NULL;
+}
+
+MPI_Op mpi_op(RedOp redop) {
+  switch (redop) {
+    case RedOp::sum: return MPI_SUM;
+    case RedOp::prod: return MPI_PROD;
+    case RedOp::min: return MPI_MIN;
+    case RedOp::max: return MPI_MAX;
+    case RedOp::avg: break;
+  }
+  return MPI_OP_NULL;
+}
+
+int mpi_count(std::size_t count) {
+  if (count > static_cast<std::size_t>(INT_MAX))
+    throw UsageError(fmt::format("{} elements exceed what one MPI call can move ({}); use smaller sizes", count, INT_MAX));
+  return static_cast<int>(count);
+}
+
+}  // namespace
+
+MpiTransport::MpiTransport(const Comm& comm) : comm_(&comm) {}
+
+int MpiTransport::rank() const { return comm_->rank(); }
+int MpiTransport::size() const { return comm_->size(); }
+
+std::optional<std::string> MpiTransport::unsupported(Op op, DType dtype, RedOp redop) const {
+  if (dtype == DType::half || dtype == DType::bfloat16)
+    return fmt::format("the mpi transport has no {} type (MPI defines none); use --transport nccl", fabricbench::name(dtype));
+  if (reduces(op) && redop == RedOp::avg) return std::string("the mpi transport has no avg reduction (MPI defines none)");
+  return std::nullopt;
+}
+
+void MpiTransport::prepare(const OpSpec& spec) {
+  const std::size_t elt = element_size(spec.dtype);
+  const std::size_t send_bytes = spec.counts.send * elt;
+  // In place, the receive buffer also holds the input (all of it for
+  // reduce-scatter and all-to-all).
+  const std::size_t recv_bytes = std::max(spec.counts.recv, spec.counts.send) * elt;
+  if (send_.size() < send_bytes) send_ = HostBuffer(send_bytes);
+  if (recv_.size() < recv_bytes) recv_ = HostBuffer(recv_bytes);
+}
+
+void MpiTransport::fill(const OpSpec& spec) {
+  const int r = rank();
+  const int n = size();
+  const std::size_t elt = element_size(spec.dtype);
+  pattern::fill_input(spec.op, spec.dtype, spec.redop, r, n, spec.root, spec.counts, send_.bytes());
+  pattern::fill_garbage(spec.dtype, recv_.bytes(), recv_.size() / elt);
+  if (spec.placement == Placement::out_of_place) return;
+  // In place: the input moves to where the operation reads it from.
+  std::span<std::byte> dst = recv_.bytes();
+  const std::span<const std::byte> src = send_.bytes().first(spec.counts.send * elt);
+  switch (spec.op) {
+    case Op::allgather:
+      std::memcpy(dst.data() + static_cast<std::size_t>(r) * spec.counts.param * elt, src.data(), src.size());
+      break;
+    case Op::broadcast:
+      if (r == spec.root) std::memcpy(dst.data(), src.data(), src.size());
+      break;
+    default:
+      std::memcpy(dst.data(), src.data(), src.size());
+      break;
+  }
+}
+
+void MpiTransport::issue(const OpSpec& spec) {
+  const MPI_Comm comm = native_handle(*comm_);
+  const MPI_Datatype type = mpi_datatype(spec.dtype);
+  const bool in_place = spec.placement == Placement::in_place;
+  void* send = send_.bytes().data();
+  void* recv = recv_.bytes().data();
+  const int r = rank();
+  const int n = size();
+  switch (spec.op) {
+    case Op::allreduce:
+      FB_MPI_CHECK(MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, mpi_count(spec.counts.param), type,
+                                 mpi_op(spec.redop), comm));
+      break;
+    case Op::reduce: {
+      const bool root_in_place = in_place && r == spec.root;
+      void* source = root_in_place ? MPI_IN_PLACE : (in_place ? recv : send);
+      FB_MPI_CHECK(MPI_Reduce(source, r == spec.root ? recv : nullptr, mpi_count(spec.counts.param), type,
+                              mpi_op(spec.redop), spec.root, comm));
+      break;
+    }
+    case Op::reducescatter:
+      FB_MPI_CHECK(MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : send, recv, mpi_count(spec.counts.param), type,
+                                            mpi_op(spec.redop), comm));
+      break;
+    case Op::allgather:
+      if (in_place)
+        FB_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, type, recv, mpi_count(spec.counts.param), type, comm));
+      else
+        FB_MPI_CHECK(MPI_Allgather(send, mpi_count(spec.counts.param), type, recv, mpi_count(spec.counts.param), type,
+                                   comm));
+      break;
+    case Op::alltoall:
+      if (in_place)
+        FB_MPI_CHECK(MPI_Alltoall(MPI_IN_PLACE, 0, type, recv, mpi_count(spec.counts.param), type, comm));
+      else
+        FB_MPI_CHECK(MPI_Alltoall(send, mpi_count(spec.counts.param), type, recv, mpi_count(spec.counts.param), type,
+                                  comm));
+      break;
+    case Op::broadcast:
+      // Out of place the root sends from its send buffer and the others
+      // receive into their receive buffers; in place everyone uses one buffer.
+      FB_MPI_CHECK(MPI_Bcast((!in_place && r == spec.root) ? send : recv, mpi_count(spec.counts.param), type, spec.root,
+                             comm));
+      break;
+    case Op::sendrecv: {
+      const int to = (r + 1) % n;
+      const int from = (r - 1 + n) % n;
+      constexpr int tag = 7;
+      if (in_place)
+        FB_MPI_CHECK(MPI_Sendrecv_replace(recv, mpi_count(spec.counts.param), type, to, tag, from, tag, comm,
+                                          MPI_STATUS_IGNORE));
+      else
+        FB_MPI_CHECK(MPI_Sendrecv(send, mpi_count(spec.counts.param), type, to, tag, recv,
+                                  mpi_count(spec.counts.param), type, from, tag, comm, MPI_STATUS_IGNORE));
+      break;
+    }
+  }
+}
+
+void MpiTransport::run_once(const OpSpec& spec) { issue(spec); }
+
+std::span<std::byte> MpiTransport::output(const OpSpec& spec) {
+  const std::size_t elt = element_size(spec.dtype);
+  // Out-of-place broadcast: the root's data never leaves its send buffer.
+  if (spec.op == Op::broadcast && spec.placement == Placement::out_of_place && rank() == spec.root)
+    return send_.bytes().first(spec.counts.recv * elt);
+  return recv_.bytes().first(spec.counts.recv * elt);
+}
+
+std::uint64_t MpiTransport::verify(const OpSpec& spec) {
+  return pattern::count_wrong(spec.op, spec.dtype, spec.redop, rank(), size(), spec.root, spec.counts, output(spec));
+}
+
+BatchTiming MpiTransport::time_batch(const OpSpec& spec, int iters) {
+  BatchTiming timing;
+  timing.per_iteration.resize(static_cast<std::size_t>(std::max(iters, 0)));
+  const double start = MPI_Wtime();
+  double previous = start;
+  for (auto& sample : timing.per_iteration) {
+    issue(spec);
+    const double now = MPI_Wtime();
+    sample = now - previous;
+    previous = now;
+  }
+  timing.seconds = previous - start;
+  return timing;
+}
+
+void MpiTransport::barrier() { comm_->barrier(); }
+
+#endif  // FABRICBENCH_HAVE_MPI
+
+}  // namespace fabricbench

@@ -1,0 +1,292 @@
+#include "fabricbench/pattern.hpp"
+
+#include <bit>
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+namespace fabricbench::pattern {
+namespace {
+
+// Largest integer magnitude up to which every integer is exact in `dtype`:
+// partial sums of the pattern must stay within it in any reduction order.
+std::int64_t exact_cap(DType dtype) {
+  switch (dtype) {
+    case DType::int8: return 127;
+    case DType::uint8: return 255;
+    case DType::half: return 2048;
+    case DType::bfloat16: return 256;
+    case DType::float32: return std::int64_t{1} << 24;
+    case DType::float64: return std::int64_t{1} << 53;
+    case DType::int32: return std::numeric_limits<std::int32_t>::max();
+    case DType::int64: return std::int64_t{1} << 62;
+  }
+  return 127;
+}
+
+std::uint64_t mix(int rank, std::size_t index) {
+  return static_cast<std::uint64_t>(rank) * 7U + static_cast<std::uint64_t>(index) * 13U;
+}
+
+std::int64_t move_value(DType dtype, int rank, std::size_t index) {
+  const std::uint64_t h = (static_cast<std::uint64_t>(rank) * 31U + static_cast<std::uint64_t>(index % 101) * 7U) % 101U;
+  return is_signed(dtype) ? static_cast<std::int64_t>(h) - 50 : static_cast<std::int64_t>(h);
+}
+
+// avg: base(index) plus +1/-1 offsets that cancel over the ranks, so the sum is
+// nranks * base and the mean is exactly base.
+std::int64_t avg_base(DType dtype, std::size_t index) {
+  const auto h = static_cast<std::int64_t>((index * 13U) % 5U);
+  return is_signed(dtype) ? h - 2 : (h % 3) + 1;
+}
+
+std::int64_t avg_offset(int rank, int nranks) {
+  if (nranks % 2 == 1 && rank == nranks - 1) return 0;
+  return rank % 2 == 0 ? 1 : -1;
+}
+
+std::uint16_t float_to_half_bits(float value) {
+  const auto f = std::bit_cast<std::uint32_t>(value);
+  const std::uint32_t sign = (f >> 16) & 0x8000U;
+  const std::int32_t exp = static_cast<std::int32_t>((f >> 23) & 0xFFU) - 127 + 15;
+  std::uint32_t mant = f & 0x7FFFFFU;
+  if (((f >> 23) & 0xFFU) == 0xFFU) return static_cast<std::uint16_t>(sign | 0x7C00U | (mant != 0 ? 0x200U : 0U));
+  if (exp >= 31) return static_cast<std::uint16_t>(sign | 0x7C00U);
+  if (exp <= 0) {
+    if (exp < -10) return static_cast<std::uint16_t>(sign);
+    mant |= 0x800000U;
+    const auto shift = static_cast<std::uint32_t>(14 - exp);
+    std::uint32_t half = mant >> shift;
+    const std::uint32_t rest = mant & ((1U << shift) - 1U);
+    const std::uint32_t halfway = 1U << (shift - 1U);
+    if (rest > halfway || (rest == halfway && (half & 1U) != 0)) ++half;
+    return static_cast<std::uint16_t>(sign | half);
+  }
+  std::uint32_t half = sign | (static_cast<std::uint32_t>(exp) << 10) | (mant >> 13);
+  const std::uint32_t rest = mant & 0x1FFFU;
+  if (rest > 0x1000U || (rest == 0x1000U && (half & 1U) != 0)) ++half;
+  return static_cast<std::uint16_t>(half);
+}
+
+float half_bits_to_float(std::uint16_t h) {
+  const std::uint32_t sign = static_cast<std::uint32_t>(h & 0x8000U) << 16;
+  const std::uint32_t exp = (h >> 10) & 0x1FU;
+  const std::uint32_t mant = h & 0x3FFU;
+  if (exp == 0) {
+    const float m = std::ldexp(static_cast<float>(mant), -24);
+    return sign != 0 ? -m : m;
+  }
+  if (exp == 31) return std::bit_cast<float>(sign | 0x7F800000U | (mant << 13));
+  return std::bit_cast<float>(sign | ((exp + 112U) << 23) | (mant << 13));
+}
+
+std::uint16_t float_to_bf16_bits(float value) {
+  const auto f = std::bit_cast<std::uint32_t>(value);
+  if ((f & 0x7FFFFFFFU) > 0x7F800000U) return static_cast<std::uint16_t>((f >> 16) | 0x40U);
+  const std::uint32_t rounding = 0x7FFFU + ((f >> 16) & 1U);
+  return static_cast<std::uint16_t>((f + rounding) >> 16);
+}
+
+float bf16_bits_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
+
+template <typename T>
+void put(std::span<std::byte> data, std::size_t index, T value) {
+  std::memcpy(data.data() + index * sizeof(T), &value, sizeof(T));
+}
+
+template <typename T>
+T get(std::span<const std::byte> data, std::size_t index) {
+  T value;
+  std::memcpy(&value, data.data() + index * sizeof(T), sizeof(T));
+  return value;
+}
+
+std::int64_t from_floating(double value, bool* exact) {
+  const bool integral = std::isfinite(value) && value == std::nearbyint(value) && std::fabs(value) < 9.0e18;
+  if (exact != nullptr) *exact = integral;
+  return integral ? static_cast<std::int64_t>(value) : std::numeric_limits<std::int64_t>::min();
+}
+
+double load_real(DType dtype, std::span<const std::byte> data, std::size_t index) {
+  switch (dtype) {
+    case DType::half: return half_bits_to_float(get<std::uint16_t>(data, index));
+    case DType::bfloat16: return bf16_bits_to_float(get<std::uint16_t>(data, index));
+    case DType::float32: return get<float>(data, index);
+    case DType::float64: return get<double>(data, index);
+    default: return 0.0;
+  }
+}
+
+// Machine epsilon of the floating types.
+double epsilon(DType dtype) {
+  switch (dtype) {
+    case DType::half: return std::ldexp(1.0, -10);
+    case DType::bfloat16: return std::ldexp(1.0, -7);
+    case DType::float32: return std::ldexp(1.0, -23);
+    default: return std::ldexp(1.0, -52);
+  }
+}
+
+bool equal(DType dtype, std::span<const std::byte> data, std::size_t index, std::int64_t expected) {
+  bool exact = true;
+  const std::int64_t got = load(dtype, data, index, &exact);
+  return exact && got == expected;
+}
+
+}  // namespace
+
+std::int64_t input_value(Op op, RedOp redop, DType dtype, int rank, int nranks, std::size_t index) {
+  if (!reduces(op)) return move_value(dtype, rank, index);
+  const std::uint64_t h = mix(rank, index);
+  const std::int64_t cap = exact_cap(dtype);
+  const std::int64_t n = nranks;
+  const bool sign = is_signed(dtype);
+  switch (redop) {
+    case RedOp::sum:
+      if (2 * n <= cap) return sign ? static_cast<std::int64_t>(h % 5) - 2 : static_cast<std::int64_t>(h % 3);
+      if (n <= cap) return sign ? static_cast<std::int64_t>(h % 3) - 1 : static_cast<std::int64_t>(h % 2);
+      // Too many ranks for dense values to stay exact: one rank per index adds 1.
+      return static_cast<std::size_t>(rank) == index % static_cast<std::size_t>(nranks) ? 1 : 0;
+    case RedOp::prod:
+      if (sign) return h % 3 == 0 ? -1 : 1;
+      return (static_cast<std::size_t>(rank) == index % static_cast<std::size_t>(nranks) &&
+              (index / static_cast<std::size_t>(nranks)) % 2 == 0)
+                 ? 2
+                 : 1;
+    case RedOp::min:
+    case RedOp::max:
+      return sign ? static_cast<std::int64_t>(h % 101) - 50 : static_cast<std::int64_t>(h % 101);
+    case RedOp::avg:
+      return avg_base(dtype, index) + avg_offset(rank, nranks);
+  }
+  return 0;
+}
+
+std::int64_t reduced_value(RedOp redop, DType dtype, int nranks, std::size_t index) {
+  const Op op = Op::allreduce;
+  switch (redop) {
+    case RedOp::sum: {
+      std::int64_t total = 0;
+      for (int r = 0; r < nranks; ++r) total += input_value(op, redop, dtype, r, nranks, index);
+      return total;
+    }
+    case RedOp::prod: {
+      if (!is_signed(dtype)) return (index / static_cast<std::size_t>(nranks)) % 2 == 0 ? 2 : 1;
+      std::int64_t product = 1;
+      for (int r = 0; r < nranks; ++r) product *= input_value(op, redop, dtype, r, nranks, index);
+      return product;
+    }
+    case RedOp::min:
+    case RedOp::max: {
+      std::int64_t best = input_value(op, redop, dtype, 0, nranks, index);
+      for (int r = 1; r < nranks; ++r) {
+        const std::int64_t v = input_value(op, redop, dtype, r, nranks, index);
+        best = redop == RedOp::min ? std::min(best, v) : std::max(best, v);
+      }
+      return best;
+    }
+    case RedOp::avg:
+      return avg_base(dtype, index);
+  }
+  return 0;
+}
+
+std::int64_t garbage_value(DType dtype) {
+  switch (dtype) {
+    case DType::int8: return -127;
+    case DType::uint8: return 255;
+    default: return -30720;  // exact in half and bfloat16, beyond every pattern
+  }
+}
+
+void store(DType dtype, std::span<std::byte> data, std::size_t index, std::int64_t value) {
+  switch (dtype) {
+    case DType::int8: put(data, index, static_cast<std::int8_t>(value)); break;
+    case DType::uint8: put(data, index, static_cast<std::uint8_t>(value)); break;
+    case DType::int32: put(data, index, static_cast<std::int32_t>(value)); break;
+    case DType::int64: put(data, index, value); break;
+    case DType::half: put(data, index, float_to_half_bits(static_cast<float>(value))); break;
+    case DType::bfloat16: put(data, index, float_to_bf16_bits(static_cast<float>(value))); break;
+    case DType::float32: put(data, index, static_cast<float>(value)); break;
+    case DType::float64: put(data, index, static_cast<double>(value)); break;
+  }
+}
+
+std::int64_t load(DType dtype, std::span<const std::byte> data, std::size_t index, bool* exact) {
+  if (exact != nullptr) *exact = true;
+  switch (dtype) {
+    case DType::int8: return get<std::int8_t>(data, index);
+    case DType::uint8: return get<std::uint8_t>(data, index);
+    case DType::int32: return get<std::int32_t>(data, index);
+    case DType::int64: return get<std::int64_t>(data, index);
+    case DType::half: return from_floating(half_bits_to_float(get<std::uint16_t>(data, index)), exact);
+    case DType::bfloat16: return from_floating(bf16_bits_to_float(get<std::uint16_t>(data, index)), exact);
+    case DType::float32: return from_floating(get<float>(data, index), exact);
+    case DType::float64: return from_floating(get<double>(data, index), exact);
+  }
+  return 0;
+}
+
+void fill_input(Op op, DType dtype, RedOp redop, int rank, int nranks, int /*root*/, const Counts& counts,
+                std::span<std::byte> send) {
+  for (std::size_t i = 0; i < counts.send; ++i) store(dtype, send, i, input_value(op, redop, dtype, rank, nranks, i));
+}
+
+void fill_garbage(DType dtype, std::span<std::byte> recv, std::size_t elements) {
+  const std::int64_t g = garbage_value(dtype);
+  for (std::size_t i = 0; i < elements; ++i) store(dtype, recv, i, g);
+}
+
+std::uint64_t count_wrong(Op op, DType dtype, RedOp redop, int rank, int nranks, int root, const Counts& counts,
+                          std::span<const std::byte> recv) {
+  std::uint64_t wrong = 0;
+  const std::size_t param = counts.param;
+  // A floating average is computed by scaling each input by 1/n (NCCL's
+  // pre-multiplied sum), so it is only exact within rounding: the bound is a
+  // few ulps per rank, far below the distance to any wrong value (>= 1).
+  const bool approximate = reduces(op) && redop == RedOp::avg && is_floating(dtype);
+  const double tolerance = approximate ? epsilon(dtype) * 4.0 * static_cast<double>(nranks) * 4.0 : 0.0;
+  const auto expect = [&](std::size_t i, std::int64_t value) {
+    if (approximate) {
+      const double got = load_real(dtype, recv, i);
+      if (!(std::fabs(got - static_cast<double>(value)) <= tolerance)) ++wrong;
+    } else if (!equal(dtype, recv, i, value)) {
+      ++wrong;
+    }
+  };
+  switch (op) {
+    case Op::allreduce:
+      for (std::size_t i = 0; i < counts.recv; ++i) expect(i, reduced_value(redop, dtype, nranks, i));
+      break;
+    case Op::reduce:
+      if (rank != root) break;
+      for (std::size_t i = 0; i < counts.recv; ++i) expect(i, reduced_value(redop, dtype, nranks, i));
+      break;
+    case Op::reducescatter:
+      for (std::size_t i = 0; i < param; ++i)
+        expect(i, reduced_value(redop, dtype, nranks, static_cast<std::size_t>(rank) * param + i));
+      break;
+    case Op::allgather:
+      for (int s = 0; s < nranks; ++s)
+        for (std::size_t i = 0; i < param; ++i)
+          expect(static_cast<std::size_t>(s) * param + i, input_value(op, redop, dtype, s, nranks, i));
+      break;
+    case Op::broadcast:
+      for (std::size_t i = 0; i < counts.recv; ++i) expect(i, input_value(op, redop, dtype, root, nranks, i));
+      break;
+    case Op::alltoall:
+      for (int s = 0; s < nranks; ++s)
+        for (std::size_t i = 0; i < param; ++i)
+          expect(static_cast<std::size_t>(s) * param + i,
+                 input_value(op, redop, dtype, s, nranks, static_cast<std::size_t>(rank) * param + i));
+      break;
+    case Op::sendrecv: {
+      const int from = (rank - 1 + nranks) % nranks;
+      for (std::size_t i = 0; i < counts.recv; ++i) expect(i, input_value(op, redop, dtype, from, nranks, i));
+      break;
+    }
+  }
+  return wrong;
+}
+
+}  // namespace fabricbench::pattern
