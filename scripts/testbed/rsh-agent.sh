@@ -24,6 +24,12 @@ die() {
     exit 255
 }
 
+# Debug aid: FB_TESTBED_AGENT_LOG=/path records every invocation verbatim.
+if [[ -n ${FB_TESTBED_AGENT_LOG:-} ]]; then
+    printf '%q ' "$0" "$@" >>"$FB_TESTBED_AGENT_LOG"
+    echo >>"$FB_TESTBED_AGENT_LOG"
+fi
+
 # Skip ssh-style options.  Open MPI 4.1 only adds -x/-X when the agent's
 # basename is "ssh", but users may set plm_rsh_args, so accept the common ssh
 # flags (and the ones taking an argument) instead of mistaking them for the
@@ -84,8 +90,10 @@ if [[ ${FB_TESTBED_AGENT_KEEPENV:-0} != 1 ]]; then
     done
 fi
 
-# exec all the way down so that the orted ends up with this process's PID:
-# Open MPI signals/kills the agent process to tear the daemon down.
+# exec all the way down so that the remote command ends up with this
+# process's PID and sees signals sent to the agent.  (With
+# plm_rsh_no_tree_spawn Open MPI passes `orted --daemonize`, so the daemon
+# detaches anyway and is shut down by mpirun over its TCP channel.)
 # `ip netns exec` also bind-mounts /etc/netns/<ns>/hosts over /etc/hosts, which
 # is how node names resolve inside the namespace.
 # shellcheck disable=SC2016 # $1/$2 are expanded by the inner sh

@@ -245,7 +245,8 @@ cmd_up() {
         ip -n "$ns" link set eth0 up
     done
     trap - INT TERM EXIT
-    echo "testbed '$PREFIX' up: $K hosts ${HOSTPREFIX}0..${HOSTPREFIX}$((K - 1)) on $SUBNET.0/24, state in $STATE"
+    # stderr, so that `run ... -- CMD` leaves stdout to CMD.
+    echo "testbed '$PREFIX' up: $K hosts ${HOSTPREFIX}0..${HOSTPREFIX}$((K - 1)) on $SUBNET.0/24, state in $STATE" >&2
 }
 
 cmd_status() {

@@ -1,0 +1,182 @@
+#!/usr/bin/env python3
+"""End-to-end tests of the fabricbench binary under mpirun.
+
+Runs the real binary with 1 to 4 local ranks, validates every JSON file it
+writes against the schema, parses the CSV, checks the bus-bandwidth factors,
+that each bad input exits 2 with one line naming it, and that an interrupted
+run leaves a valid JSON file of what finished.
+"""
+import argparse
+import csv
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ARGS = None
+
+
+def mpirun(np_, *args, **kw):
+    cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", str(np_),
+           ARGS.binary, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=kw.get("timeout", 300))
+
+
+def validate(test, path):
+    proc = subprocess.run([sys.executable, ARGS.validator, ARGS.schema, path], capture_output=True, text=True)
+    test.assertEqual(proc.returncode, 0, f"{path} does not validate: {proc.stderr}")
+
+
+def factor(op, n):
+    if op == "allreduce":
+        return 2.0 * (n - 1) / n
+    if op in ("allgather", "reducescatter", "alltoall"):
+        return (n - 1) / n
+    return 1.0
+
+
+class Sweep(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.json = os.path.join(self.dir.name, "r.json")
+        self.csv = os.path.join(self.dir.name, "r.csv")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_four_ranks_default_ops_json_csv_and_factors(self):
+        proc = mpirun(4, "sweep", "-b", "8", "-e", "64M", "-f", "4", "--json", self.json, "--csv", self.csv)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for header in ("# allreduce on 4 ranks", "# allgather on 4 ranks", "# sendrecv on 4 ranks", "busbw"):
+            self.assertIn(header, proc.stdout)
+        self.assertIn("Out of bounds values : 0 OK", proc.stdout)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.assertTrue(doc["status"]["complete"])
+        self.assertTrue(doc["status"]["data_ok"])
+        self.assertEqual(doc["run"]["ranks"], 4)
+        self.assertEqual(doc["run"]["nodes"], 1)
+        self.assertEqual(doc["run"]["ranks_per_node"], [4])
+        self.assertEqual(doc["run"]["transport"], "mpi")
+        measured = [r for r in doc["records"] if "busbw_gbs" in r]
+        self.assertEqual(len(measured), 3 * 12 * 2 - 2)  # all-gather at 8 B is skipped on 4 ranks
+        for r in measured:
+            self.assertEqual(r["wrong"], 0)
+            self.assertGreater(r["algbw_gbs"], 0)
+            self.assertAlmostEqual(r["busbw_gbs"] / r["algbw_gbs"], factor(r["op"], 4), places=12)
+            self.assertAlmostEqual(r["algbw_gbs"], r["bytes"] / r["time_us"] / 1e3, places=9)
+        with open(self.csv, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), len(doc["records"]))
+        for row, rec in zip(rows, doc["records"]):
+            self.assertEqual(row["op"], rec["op"])
+            self.assertEqual(int(row["size_bytes"]), rec["bytes"])
+            if "busbw_gbs" in rec:
+                self.assertAlmostEqual(float(row["busbw_GBps"]), rec["busbw_gbs"], places=9)
+            else:
+                self.assertEqual(row["busbw_GBps"], "")
+                self.assertTrue(row["skipped"])
+
+    def test_every_op_and_dtype_on_one_to_three_ranks(self):
+        for n in (1, 2, 3):
+            proc = mpirun(n, "sweep", "--ops", "all", "--dtype", "int8,uint8,int32,int64,float,double", "--redop",
+                          "sum,prod,min,max", "--root", str(n - 1), "--sizes", "4K,100K", "--iters", "3",
+                          "--warmup", "1", "--json", self.json, "-q")
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            validate(self, self.json)
+            with open(self.json, encoding="utf-8") as f:
+                doc = json.load(f)
+            self.assertEqual(doc["status"]["wrong_elements"], 0)
+            ops = {r["op"] for r in doc["records"]}
+            self.assertEqual(len(ops), 7)
+            for r in doc["records"]:
+                self.assertIn("busbw_gbs", r, r)
+                self.assertAlmostEqual(r["busbw_gbs"], r["algbw_gbs"] * factor(r["op"], n), places=9)
+
+    def test_no_subcommand_runs_the_suite(self):
+        proc = mpirun(2, "--sizes", "1K", "--iters", "2", "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+
+    def test_interrupted_run_leaves_valid_json_of_what_finished(self):
+        cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", "2",
+               ARGS.binary, "sweep", "--ops", "allreduce,allgather,sendrecv,alltoall", "-b", "1K", "-e", "16M",
+               "--min-time-ms", "200", "--json", self.json]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.time() + 120
+        records = 0
+        try:
+            while time.time() < deadline and proc.poll() is None:
+                time.sleep(0.2)
+                if not os.path.exists(self.json):
+                    continue
+                try:
+                    with open(self.json, encoding="utf-8") as f:
+                        records = len(json.load(f)["records"])
+                except ValueError:
+                    self.fail("the JSON file was half-written while the run was going")
+                if records > 0:
+                    break
+        finally:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        self.assertGreater(records, 0, "no op finished before the deadline")
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.assertFalse(doc["status"]["complete"])
+        self.assertEqual({r["op"] for r in doc["records"]}, {"allreduce"})
+
+
+class BadInput(unittest.TestCase):
+    CASES = [
+        (["--ops", "allreduce,bogus"], "--ops: unknown op 'bogus'"),
+        (["--dtype", "float128"], "--dtype: unknown dtype 'float128'"),
+        (["--redop", "mean"], "--redop: unknown redop 'mean'"),
+        (["-b", "1M", "-e", "8K"], "-b/--min-bytes 1M is above -e/--max-bytes 8K"),
+        (["-f", "1"], "-f/--step-factor 1 must be above 1"),
+        (["--sizes", "8,10"], "--sizes: 10 B is not a whole number of float elements (4 B each)"),
+        (["--ops", "broadcast", "--root", "2"], "--root 2: there are only 2 ranks (0 to 1)"),
+        (["--json", "/nonexistent-dir/r.json"], "--json /nonexistent-dir/r.json: cannot write there"),
+        (["--csv", "/nonexistent-dir/r.csv"], "--csv /nonexistent-dir/r.csv: cannot write there"),
+        (["--transport", "nccl"], "--transport nccl: "),
+        (["--dtype", "half"], "--dtype half: the mpi transport has no half type"),
+        (["--redop", "avg"], "--redop avg: the mpi transport has no avg reduction"),
+        (["--frobnicate"], "frobnicate"),
+    ]
+
+    def test_each_bad_input_exits_2_with_one_line(self):
+        for args, message in self.CASES:
+            with self.subTest(args=args):
+                proc = mpirun(2, "sweep", "--sizes", "64", *args, timeout=60) if "--sizes" not in args and \
+                    "-b" not in args and "-f" not in args else mpirun(2, "sweep", *args, timeout=60)
+                self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+                lines = [l for l in proc.stderr.splitlines() if l.strip()]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertTrue(lines[0].startswith("fabricbench: error: "), lines[0])
+                self.assertIn(message, lines[0])
+                self.assertNotIn("MPI_ABORT", proc.stdout + proc.stderr)
+
+
+class Version(unittest.TestCase):
+    def test_version_names_transports_and_libraries(self):
+        proc = subprocess.run([ARGS.binary, "version"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 0)
+        self.assertRegex(proc.stdout, r"^fabricbench \d+\.\d+\.\d+ \(git [0-9a-z-]+\)")
+        self.assertIn("transports: mpi", proc.stdout)
+        self.assertIn("Open MPI", proc.stdout)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--schema", required=True)
+    parser.add_argument("--validator", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], "-v", *rest])

@@ -1,0 +1,70 @@
+#include "fabricbench/output.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "fabricbench/error.hpp"
+
+namespace fabricbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+class OutputTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fabricbench-output-test-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  fs::path dir_;
+};
+
+TEST_F(OutputTest, WritesWholeFileAndLeavesNoTemporary) {
+  const fs::path target = dir_ / "r.json";
+  write_file_atomically(target.string(), [](std::ostream& out) { out << "first"; });
+  write_file_atomically(target.string(), [](std::ostream& out) { out << "second"; });
+  EXPECT_EQ(read(target), "second");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+TEST_F(OutputTest, AFailureWhileProducingKeepsThePreviousFile) {
+  const fs::path target = dir_ / "r.json";
+  write_file_atomically(target.string(), [](std::ostream& out) { out << "complete"; });
+  EXPECT_THROW(write_file_atomically(target.string(),
+                                     [](std::ostream& out) {
+                                       out << "half";
+                                       throw std::runtime_error("interrupted");
+                                     }),
+               std::runtime_error);
+  EXPECT_EQ(read(target), "complete");
+}
+
+TEST_F(OutputTest, UnwritablePathIsAUsageErrorNamingFlagAndPath) {
+  const std::string bad = (dir_ / "no" / "such" / "dir" / "r.json").string();
+  try {
+    check_writable(bad, "--json");
+    FAIL() << "no error";
+  } catch (const UsageError& e) {
+    const std::string m = e.what();
+    EXPECT_NE(m.find("--json " + bad + ": cannot write there"), std::string::npos) << m;
+  }
+  EXPECT_NO_THROW(check_writable((dir_ / "ok.json").string(), "--json"));
+  EXPECT_FALSE(fs::exists(dir_ / "ok.json"));
+  EXPECT_THROW(write_file_atomically(bad, [](std::ostream& out) { out << "x"; }), SystemError);
+}
+
+}  // namespace
+}  // namespace fabricbench

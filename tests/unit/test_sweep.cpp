@@ -1,0 +1,54 @@
+#include "fabricbench/sweep.hpp"
+
+#include <vector>
+
+#include <gtest/gtest.h>
+
+namespace fabricbench {
+namespace {
+
+TEST(Iterations, FillTheTimeBudgetWithinBounds) {
+  IterationPolicy p;
+  p.min_time_ms = 20;
+  p.min_iters = 5;
+  p.max_iters = 1000;
+  EXPECT_EQ(choose_iterations(p, 1e-3), 20);     // 1 ms each: 20 fill 20 ms
+  EXPECT_EQ(choose_iterations(p, 3e-3), 7);      // rounded up
+  EXPECT_EQ(choose_iterations(p, 1.0), 5);       // slow: the lower bound
+  EXPECT_EQ(choose_iterations(p, 1e-9), 1000);   // fast: the upper bound
+  EXPECT_EQ(choose_iterations(p, 0.0), 1000);    // unmeasurably fast
+}
+
+TEST(Iterations, FixedCountWins) {
+  IterationPolicy p;
+  p.fixed_iters = 42;
+  EXPECT_EQ(choose_iterations(p, 1.0), 42);
+  EXPECT_EQ(choose_iterations(p, 1e-9), 42);
+}
+
+TEST(Timing, BandwidthsFollowNcclTestsDefinitions) {
+  const std::vector<double> samples{1e-3, 1e-3, 2e-3};
+  // 4 MB all-reduce in 1 ms on 4 ranks: algbw 4 GB/s, busbw x 1.5.
+  const Timing t = make_timing(Op::allreduce, 4, 4'000'000, 1e-3, 0.9e-3, 1.1e-3, samples, 3);
+  EXPECT_DOUBLE_EQ(t.time_us, 1000.0);
+  EXPECT_DOUBLE_EQ(t.time_min_us, 900.0);
+  EXPECT_DOUBLE_EQ(t.time_max_us, 1100.0);
+  EXPECT_DOUBLE_EQ(t.algbw_gbs, 4.0);
+  EXPECT_DOUBLE_EQ(t.busbw_gbs, 6.0);
+  EXPECT_DOUBLE_EQ(t.p50_us, 1000.0);
+  EXPECT_EQ(t.iterations, 3);
+  const Timing ag = make_timing(Op::allgather, 4, 4'000'000, 1e-3, 1e-3, 1e-3, samples, 3);
+  EXPECT_DOUBLE_EQ(ag.busbw_gbs, 3.0);
+}
+
+TEST(Timing, OneRankAndZeroTimeDivideByNothing) {
+  const Timing one = make_timing(Op::allreduce, 1, 1024, 1e-6, 1e-6, 1e-6, {}, 1);
+  EXPECT_DOUBLE_EQ(one.busbw_gbs, 0.0);
+  EXPECT_GT(one.algbw_gbs, 0.0);
+  const Timing zero = make_timing(Op::sendrecv, 2, 1024, 0.0, 0.0, 0.0, {}, 1);
+  EXPECT_EQ(zero.algbw_gbs, 0.0);
+  EXPECT_EQ(zero.busbw_gbs, 0.0);
+}
+
+}  // namespace
+}  // namespace fabricbench
