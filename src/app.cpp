@@ -13,11 +13,15 @@
 #include "fabricbench/build_info.hpp"
 #include "fabricbench/cli.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/gpu_session.hpp"
 #include "fabricbench/layout.hpp"
 #include "fabricbench/mpi_transport.hpp"
+#include "fabricbench/multinode.hpp"
 #include "fabricbench/output.hpp"
 #include "fabricbench/sizes.hpp"
 #include "fabricbench/sweep.hpp"
+#include "fabricbench/topology_probe.hpp"
+#include "fabricbench/topology_writers.hpp"
 #include "fabricbench/writers.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
@@ -111,7 +115,10 @@ int execute(const RunConfig& config, const Comm& world) {
   const bool lead = world.rank() == 0;
   const Layout layout = discover_layout(world);
   validate_for_world(config, world.size());
-  const std::unique_ptr<Transport> transport = make_transport(config.transport, world);
+  if (config.command == Command::scale || config.command == Command::p2p ||
+      (config.command == Command::run && layout.nodes > 1))
+    (void)uniform_ranks_per_node(layout);  // refuse uneven layouts before anything runs
+  const std::unique_ptr<Transport> transport = make_transport_for(config, world, layout);
   validate_for_transport(config, *transport);
   agree_on_root(world, [&config] {
     if (!config.json_path.empty()) check_writable(config.json_path, "--json");
@@ -130,6 +137,9 @@ int execute(const RunConfig& config, const Comm& world) {
   info.ranks_per_node = layout.ranks_per_node;
   info.hostnames = layout.hostnames;
   info.transport = transport->name();
+  GpuRecord gpu = gather_gpu_record(*transport, world);
+  result.tool.libraries.merge(gpu.libraries);
+  info.devices = std::move(gpu.devices);
   info.environment = shaping_environment();
 
   if (lead && !config.quiet) {
@@ -138,6 +148,19 @@ int execute(const RunConfig& config, const Comm& world) {
     for (int n = 0; n < layout.nodes; ++n)
       std::cout << fmt::format("#   node {} {}: {} ranks\n", n, layout.hostnames[static_cast<std::size_t>(n)],
                                layout.ranks_per_node[static_cast<std::size_t>(n)]);
+  }
+  // The topology comes first, before any collective runs.
+  if (config.command == Command::topo || config.command == Command::run) {
+    ClusterTopology topology = gather_topology(
+        world, layout, TopologyOptions{probe_roots(config.sysfs_root, config.procfs_root), config.measure_topology});
+    if (lead && !config.quiet) write_topology_summary(topology, std::cout);
+    if (lead) result.topology = std::move(topology);
+  }
+  if (config.command == Command::topo) {
+    if (!lead) return exit_ok;
+    result.complete = true;
+    save(config, result);
+    return exit_ok;
   }
   if (lead) save(config, result);  // a valid (empty, incomplete) file from the start
 
@@ -157,12 +180,42 @@ int execute(const RunConfig& config, const Comm& world) {
   };
   listener.on_op_done = [&](Op) { save(config, result); };
 
-  run_sweep(config, *transport, world, listener);
+  const bool multi_node = layout.nodes > 1;
+  const bool sweep = config.command == Command::sweep || config.command == Command::run;
+  const bool ladder = config.command == Command::scale || (config.command == Command::run && multi_node);
+  const bool pairs = config.command == Command::p2p ||
+                     (config.command == Command::run && (multi_node || layout.ranks_per_node.front() > 1));
+  if (sweep) run_sweep(config, *transport, world, listener);
   progress.clear();
+  if (ladder) {
+    ScaleResult scaling = run_ladder(config, *transport, world, layout);
+    if (lead) {
+      for (const LevelResult& l : scaling.levels)
+        for (const GroupResult& g : l.groups) result.wrong_total += g.wrong;
+      if (!config.quiet) write_ladder(scaling, std::cout);
+      result.scaling = std::move(scaling);
+      save(config, result);
+    }
+  }
+  if (pairs) {
+    PairsResult matrix = run_pairs(config, *transport, world, layout);
+    if (lead) {
+      result.wrong_total += matrix.wrong;
+      result.findings = find_outliers(matrix.nodes, matrix.hosts,
+                                      OutlierThresholds{config.pairs.outlier_mads, config.pairs.outlier_drop});
+      if (!config.quiet) {
+        write_pairs(matrix, result.findings, std::cout);
+      } else {
+        for (const Finding& f : result.findings) std::cout << "# " << f.message << '\n';
+      }
+      result.pairs = std::move(matrix);
+      save(config, result);
+    }
+  }
   if (!lead) return exit_ok;
   result.complete = true;
   save(config, result);
-  table.summary(result);
+  if (sweep) table.summary(result);
   if (!data_ok(result)) {
     std::cerr << fmt::format("fabricbench: {} wrong elements: the data check failed\n", result.wrong_total);
     return exit_failed;
@@ -204,6 +257,14 @@ void validate_for_transport(const RunConfig& config, const Transport& transport)
 }
 
 int run_measurements(int* argc, char*** argv, const RunConfig& config) {
+  if (wants_local_group(config)) {
+    if (launcher_rank() != 0 || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {  // NOLINT(concurrency-mt-unsafe)
+      std::cerr << "fabricbench: error: --gpus is for one process without a launcher; under mpirun run one rank "
+                   "per GPU\n";
+      return exit_usage;
+    }
+    return run_local_group(config, [&config](const Comm& comm) { return execute(config, comm); });
+  }
   const MpiSession session(argc, argv);
   const Comm world = Comm::world();
   const bool lead = world.rank() == 0;

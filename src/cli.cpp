@@ -37,6 +37,33 @@ struct RawOptions {
   std::string json;
   std::string csv;
   bool quiet = false;
+  // NCCL transport.
+  int gpus = 0;
+  bool allow_shared_gpu = false;
+  bool graph = false;
+  double timeout_s = 300;
+  // Scaling ladder.
+  std::string scale_ops;
+  std::string scale_bytes;
+  std::string mem_cap;
+  bool scale_sweep = false;
+  double nic_gbit = 0;
+  std::string grad_bytes;
+  double params = 0;
+  std::string grad_dtype = "bfloat16";
+  double compute_ms = 0;
+  double overlap = 0;
+  bool sharded = false;
+  // Pair matrix.
+  std::string pair_bytes;
+  std::string pair_small_bytes;
+  std::string pairs = "all";
+  double outlier_mads = 4.0;
+  double outlier_drop = 0.5;
+  // Topology probe.
+  std::string sysfs_root;
+  std::string procfs_root;
+  bool no_measure = false;
 };
 
 constexpr const char* default_min_bytes = "8";
@@ -67,6 +94,42 @@ void add_sweep_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_option("--json", o.json, "Write the results as JSON to FILE (rewritten after each op)");
   cmd.add_option("--csv", o.csv, "Write the results as CSV to FILE");
   cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
+  cmd.add_option("--gpus", o.gpus, "nccl without a launcher: drive this many local GPUs, one thread each");
+  cmd.add_flag("--allow-shared-gpu", o.allow_shared_gpu,
+               "nccl: allow several ranks on one GPU (a functional check only: they measure each other)");
+  cmd.add_flag("--graph", o.graph, "nccl: capture each timed batch in a CUDA graph");
+  cmd.add_option("--timeout", o.timeout_s, "Seconds any wait on the GPU or a peer may take before the run aborts  [300]");
+}
+
+void add_topology_options(CLI::App& cmd, RawOptions& o) {
+  cmd.add_option("--sysfs-root", o.sysfs_root, "Read sysfs from DIR instead of /sys (fixtures, containers)")
+      ->envname("FABRICBENCH_SYSFS_ROOT");
+  cmd.add_option("--procfs-root", o.procfs_root,
+                 "Read procfs from DIR instead of /proc; os-release then comes from DIR/../etc")
+      ->envname("FABRICBENCH_PROCFS_ROOT");
+  cmd.add_flag("--no-measure", o.no_measure, "Topology: skip the host<->device and device<->device copy bandwidths");
+}
+
+void add_scale_options(CLI::App& cmd, RawOptions& o) {
+  cmd.add_option("--scale-ops", o.scale_ops, "Ladder operations, comma separated  [allreduce,allgather]");
+  cmd.add_option("--scale-bytes", o.scale_bytes, "Ladder message size, capped by --mem-cap  [256M]");
+  cmd.add_option("--mem-cap", o.mem_cap, "Buffer memory per rank the ladder may use  [2G]");
+  cmd.add_flag("--scale-sweep", o.scale_sweep, "Also run a short size sweep at every ladder level");
+  cmd.add_option("--nic-gbit-per-node", o.nic_gbit, "NIC line rate per node in Gb/s, for the NIC-bound ceiling");
+  cmd.add_option("--grad-bytes", o.grad_bytes, "Projection: gradient bytes all-reduced per training step");
+  cmd.add_option("--params", o.params, "Projection: parameter count (with --grad-dtype) instead of --grad-bytes");
+  cmd.add_option("--grad-dtype", o.grad_dtype, "Projection: gradient element type  [bfloat16]");
+  cmd.add_option("--compute-ms", o.compute_ms, "Projection: compute time per step on one GPU, in ms");
+  cmd.add_option("--overlap", o.overlap, "Projection: fraction of compute that hides communication, 0..1  [0]");
+  cmd.add_flag("--sharded", o.sharded, "Projection: sharded data parallel (reduce-scatter + all-gather)");
+}
+
+void add_pair_options(CLI::App& cmd, RawOptions& o) {
+  cmd.add_option("--pair-bytes", o.pair_bytes, "Pair matrix: message size for bandwidth  [64M]");
+  cmd.add_option("--pair-small-bytes", o.pair_small_bytes, "Pair matrix: message size for latency  [8]");
+  cmd.add_option("--pairs", o.pairs, "Pair rounds: all, or sample:K for K of the N-1 rounds  [all]");
+  cmd.add_option("--outlier-mads", o.outlier_mads, "Findings: scaled MADs below the median to flag  [4]");
+  cmd.add_option("--outlier-drop", o.outlier_drop, "Findings: fraction below the median to flag, 0..1  [0.5]");
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -118,6 +181,58 @@ void require_whole_elements(const std::string& flag, std::size_t bytes, const st
       throw UsageError(fmt::format("{}: {} B is not a whole number of {} elements ({} B each)", flag, bytes, name(d),
                                    element_size(d)));
   }
+}
+
+void apply_scale_options(const RawOptions& o, ScaleConfig& scale) {
+  if (!o.scale_ops.empty()) scale.ops = parse_list<Op>("--scale-ops", o.scale_ops, parse_op, all_ops(), "op");
+  if (!o.scale_bytes.empty()) {
+    scale.bytes = size_value("--scale-bytes", o.scale_bytes);
+    require_whole_elements("--scale-bytes", scale.bytes, {DType::float32});
+  }
+  if (!o.mem_cap.empty()) scale.mem_cap = size_value("--mem-cap", o.mem_cap);
+  if (scale.mem_cap < 16) throw UsageError(fmt::format("--mem-cap {}: too small for any buffer", o.mem_cap));
+  scale.sweep = o.scale_sweep;
+  if (o.nic_gbit < 0) throw UsageError(fmt::format("--nic-gbit-per-node {}: must be above 0", o.nic_gbit));
+  if (o.nic_gbit > 0) scale.nic_gbit_per_node = o.nic_gbit;
+  if (!o.grad_bytes.empty() && o.params > 0)
+    throw UsageError("--grad-bytes: cannot be combined with --params (give one of them)");
+  if (!o.grad_bytes.empty()) scale.grad_bytes = size_value("--grad-bytes", o.grad_bytes);
+  if (o.params < 0) throw UsageError(fmt::format("--params {}: must be above 0", o.params));
+  if (o.params > 0) {
+    const auto dtype = parse_dtype(o.grad_dtype);
+    if (!dtype) throw UsageError(fmt::format("--grad-dtype: unknown dtype '{}'", o.grad_dtype));
+    scale.grad_bytes = static_cast<std::size_t>(o.params) * element_size(*dtype);
+  }
+  if (scale.grad_bytes > 0 && !(o.compute_ms > 0))
+    throw UsageError("--compute-ms: the training projection needs the compute time per step (above 0)");
+  if (o.compute_ms < 0) throw UsageError(fmt::format("--compute-ms {}: must be above 0", o.compute_ms));
+  if (o.overlap < 0 || o.overlap > 1) throw UsageError(fmt::format("--overlap {}: must be between 0 and 1", o.overlap));
+  scale.compute_ms = o.compute_ms;
+  scale.overlap = o.overlap;
+  scale.sharded = o.sharded;
+}
+
+void apply_pair_options(const RawOptions& o, PairConfig& pairs) {
+  if (!o.pair_bytes.empty()) pairs.bytes = size_value("--pair-bytes", o.pair_bytes);
+  if (!o.pair_small_bytes.empty()) pairs.small_bytes = size_value("--pair-small-bytes", o.pair_small_bytes);
+  require_whole_elements("--pair-bytes", pairs.bytes, {DType::float32});
+  require_whole_elements("--pair-small-bytes", pairs.small_bytes, {DType::float32});
+  if (o.pairs == "all") {
+    pairs.sample = 0;
+  } else if (o.pairs.rfind("sample:", 0) == 0) {
+    const std::string k = o.pairs.substr(7);
+    const bool digits = !k.empty() && k.find_first_not_of("0123456789") == std::string::npos && k.size() < 9;
+    if (!digits || std::stoi(k) < 1)
+      throw UsageError(fmt::format("--pairs {}: K in sample:K must be a whole number of rounds, 1 or more", o.pairs));
+    pairs.sample = std::stoi(k);
+  } else {
+    throw UsageError(fmt::format("--pairs: unknown choice '{}' (all, or sample:K)", o.pairs));
+  }
+  if (!(o.outlier_mads > 0)) throw UsageError(fmt::format("--outlier-mads {}: must be above 0", o.outlier_mads));
+  if (!(o.outlier_drop > 0 && o.outlier_drop < 1))
+    throw UsageError(fmt::format("--outlier-drop {}: must be between 0 and 1", o.outlier_drop));
+  pairs.outlier_mads = o.outlier_mads;
+  pairs.outlier_drop = o.outlier_drop;
 }
 
 RunConfig to_config(const RawOptions& o, Command command) {
@@ -178,6 +293,14 @@ RunConfig to_config(const RawOptions& o, Command command) {
   c.json_path = o.json;
   c.csv_path = o.csv;
   c.quiet = o.quiet;
+  if (o.gpus < 0) throw UsageError(fmt::format("--gpus {}: must be 1 or above", o.gpus));
+  if (!(o.timeout_s > 0.0)) throw UsageError(fmt::format("--timeout {}: must be above 0 seconds", o.timeout_s));
+  c.gpu = {o.gpus, o.allow_shared_gpu, o.graph, o.timeout_s};
+  c.sysfs_root = o.sysfs_root;
+  c.procfs_root = o.procfs_root;
+  c.measure_topology = !o.no_measure;
+  apply_scale_options(o, c.scale);
+  apply_pair_options(o, c.pairs);
   return c;
 }
 
@@ -189,17 +312,33 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   app.require_subcommand(0, 1);
   RawOptions run_options;
   RawOptions sweep_options;
+  RawOptions scale_options;
+  RawOptions p2p_options;
   CLI::App* run = app.add_subcommand("run", "The full suite (default when no subcommand is given)");
   CLI::App* sweep = app.add_subcommand("sweep", "Collective sweeps over message sizes");
+  CLI::App* scale = app.add_subcommand("scale", "Scaling ladder: bus bandwidth from 1 node to all nodes");
+  CLI::App* p2p = app.add_subcommand("p2p", "Node-pair matrix: bandwidth and latency of every node pair, slow nodes");
+  RawOptions topo_options;
+  CLI::App* topo = app.add_subcommand("topo", "Topology: what is in each node and what differs from its peers");
+  topo->add_option("--json", topo_options.json, "Write the result, with its topology section, as JSON to FILE");
+  topo->add_flag("-q,--quiet", topo_options.quiet, "Print nothing but errors");
+  add_topology_options(*topo, topo_options);
   CLI::App* version = app.add_subcommand("version", "Tool version, git hash, transports and library versions");
   add_sweep_options(*run, run_options);
+  add_scale_options(*run, run_options);
+  add_pair_options(*run, run_options);
+  add_topology_options(*run, run_options);
   add_sweep_options(*sweep, sweep_options);
+  add_sweep_options(*scale, scale_options);
+  add_scale_options(*scale, scale_options);
+  add_sweep_options(*p2p, p2p_options);
+  add_pair_options(*p2p, p2p_options);
 
   // No subcommand means `run`: options given without one belong to it.
   std::vector<std::string> argv = args;
   const bool names_subcommand =
-      !argv.empty() && (argv[0] == "run" || argv[0] == "sweep" || argv[0] == "version" || argv[0] == "-h" ||
-                        argv[0] == "--help");
+      !argv.empty() && (argv[0] == "run" || argv[0] == "sweep" || argv[0] == "scale" || argv[0] == "p2p" || argv[0] == "topo" ||
+                        argv[0] == "version" || argv[0] == "-h" || argv[0] == "--help");
   if (!names_subcommand) argv.insert(argv.begin(), "run");
 
   ParseOutcome outcome;
@@ -209,7 +348,7 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   } catch (const CLI::CallForHelp&) {
     outcome.exit_now = true;
     outcome.text = app.help();
-    for (CLI::App* sub : {run, sweep, version}) {
+    for (CLI::App* sub : {run, sweep, scale, p2p, topo, version}) {
       if (sub->parsed()) outcome.text = sub->help();
     }
     return outcome;
@@ -224,8 +363,15 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
     outcome.config.command = Command::version;
     return outcome;
   }
-  const bool is_sweep = sweep->parsed();
-  outcome.config = to_config(is_sweep ? sweep_options : run_options, is_sweep ? Command::sweep : Command::run);
+  if (sweep->parsed()) outcome.config = to_config(sweep_options, Command::sweep);
+  else if (scale->parsed()) outcome.config = to_config(scale_options, Command::scale);
+  else if (p2p->parsed()) outcome.config = to_config(p2p_options, Command::p2p);
+  else if (topo->parsed()) {
+    outcome.config = to_config(topo_options, Command::topo);
+    // The probe moves no collective data; the host transport only fills the record.
+    outcome.config.transport = TransportChoice::mpi;
+  }
+  else outcome.config = to_config(run_options, Command::run);
   outcome.config.command_line = args;
   return outcome;
 }

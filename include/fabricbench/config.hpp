@@ -3,6 +3,7 @@
 // passed down. No globals.
 
 #include <cstddef>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,7 +13,7 @@ namespace fabricbench {
 
 enum class TransportChoice { automatic, nccl, mpi };
 enum class InPlaceChoice { both, only, no };
-enum class Command { run, sweep, version };
+enum class Command { run, sweep, version, scale, p2p, topo };
 
 struct IterationPolicy {
   int warmup = 5;
@@ -20,6 +21,37 @@ struct IterationPolicy {
   double min_time_ms = 20.0;  // adaptive: fill this budget per size and placement
   int min_iters = 5;
   int max_iters = 10000;
+};
+
+// The scaling ladder (`scale`, part of `run` on several nodes).
+struct ScaleConfig {
+  std::vector<Op> ops{Op::allreduce, Op::allgather};
+  std::size_t bytes = std::size_t{256} << 20;   // capped by mem_cap
+  std::size_t mem_cap = std::size_t{2} << 30;   // buffer memory per rank
+  bool sweep = false;                           // also a short sweep up to `bytes`
+  std::optional<double> nic_gbit_per_node;      // NIC line rate per node, when known
+  // Projected data-parallel training, when grad_bytes > 0.
+  std::size_t grad_bytes = 0;
+  double compute_ms = 0;
+  double overlap = 0;
+  bool sharded = false;
+};
+
+// The node-pair matrix (`p2p`, part of `run`).
+struct PairConfig {
+  std::size_t bytes = std::size_t{64} << 20;  // bandwidth
+  std::size_t small_bytes = 8;                // latency
+  int sample = 0;                             // rounds to run; 0: all N-1
+  double outlier_mads = 4.0;
+  double outlier_drop = 0.5;
+};
+
+// The NCCL transport's own settings.
+struct GpuConfig {
+  int gpus = 0;               // > 0: this many GPUs, one thread each, without a launcher
+  bool allow_shared = false;  // several ranks on one GPU (a functional check only)
+  bool graph = false;         // capture each batch in a CUDA graph
+  double timeout_s = 300;     // every wait on the GPU or a peer
 };
 
 struct RunConfig {
@@ -36,6 +68,13 @@ struct RunConfig {
   std::string json_path;
   std::string csv_path;
   bool quiet = false;
+  GpuConfig gpu;
+  ScaleConfig scale;
+  PairConfig pairs;
+  // The topology probe (`topo`, and first in `run`). Empty roots: /sys, /proc.
+  std::string sysfs_root;
+  std::string procfs_root;
+  bool measure_topology = true;  // time host<->device and device<->device copies
   std::vector<std::string> command_line;
 };
 

@@ -8,6 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/pairs.hpp"
+#include "fabricbench/scaling.hpp"
+#include "fabricbench/topology.hpp"
 #include "fabricbench/types.hpp"
 
 namespace fabricbench {
@@ -20,6 +23,13 @@ struct ToolInfo {
   std::map<std::string, std::string> libraries;   // name -> version (built against / at run time)
 };
 
+// The price of the machines, as the person running the tool gave it (any
+// currency): what the reports turn into the cost of the run and of training.
+struct PriceInfo {
+  std::optional<double> per_gpu_hour;   // per rank-hour: one rank drives one GPU
+  std::optional<double> per_node_hour;
+};
+
 // Who ran where, and how.
 struct RunInfo {
   std::string start_utc;        // ISO 8601, e.g. 2026-11-29T19:09:14Z
@@ -30,6 +40,9 @@ struct RunInfo {
   std::vector<std::string> hostnames;       // by node index
   std::string transport;
   std::map<std::string, std::string> environment;  // NCCL_*, UCX_*, OMPI_MCA_*, ...
+  // nccl: one line per rank, "rank R: host GPU index name bus-id UUID (compute X.Y)".
+  std::vector<std::string> devices;
+  std::optional<PriceInfo> cost;  // when a price was given
 };
 
 // One measured placement of one sweep point. Times in microseconds.
@@ -64,7 +77,12 @@ struct RunResult {
   ToolInfo tool;
   RunInfo run;
   std::vector<SweepRecord> records;
+  std::optional<ScaleResult> scaling;   // the ladder, when it ran
+  std::optional<PairsResult> pairs;     // the pair matrix, when it ran
+  std::vector<Finding> findings;        // slow nodes and links from the pair matrix
+  std::optional<ClusterTopology> topology;  // the topology probe, when it ran
   bool complete = false;       // false while the run is still going (or was interrupted)
+  std::optional<double> duration_s;  // wall time from start to the last save
   std::uint64_t wrong_total = 0;
   bool checked = false;
 };

@@ -1,0 +1,151 @@
+#pragma once
+// Topology records: what one node holds (host, GPUs, NICs, GPUDirect RDMA
+// readiness, measured copy bandwidths) and the cluster view rank 0 derives.
+// Plain records: probes fill them, analysis reads them, writers format them.
+// A fact that could not be told is an empty std::optional, and the node's
+// `notes` say why; it is never a zero standing in for a value.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace fabricbench {
+
+// How two PCI devices reach each other, in the vocabulary of
+// `nvidia-smi topo -m`, best first. NVLink (NV#) is kept apart as a link count.
+enum class PciPath { pix, pxb, phb, node, sys };
+// "PIX", "PXB", "PHB", "NODE", "SYS".
+const char* label(PciPath path);
+// "same PCIe switch", "same PCIe root complex", "same NUMA node", "across sockets".
+const char* describe(PciPath path);
+
+struct PcieLink {
+  std::optional<int> current_gen;  // 1..6, from the link speed in GT/s
+  std::optional<int> max_gen;
+  std::optional<int> current_width;  // lanes
+  std::optional<int> max_width;
+};
+
+struct NvLink {
+  int link = 0;                       // NVML link index
+  std::optional<bool> active;
+  std::optional<int> version;
+  std::optional<std::string> remote_pci;   // bus id at the other end
+  std::optional<std::string> remote_kind;  // "gpu", "switch", "cpu", "unknown"
+};
+
+struct GpuInfo {
+  std::optional<int> index;               // CUDA/NVML index; empty when seen only in sysfs
+  std::string pci_bus_id;                 // "0000:18:00.0", lower case, 4-digit domain
+  std::optional<std::string> name;
+  std::optional<std::string> uuid;
+  std::optional<std::uint64_t> memory_bytes;
+  std::optional<int> sm_count;
+  std::optional<int> numa_node;
+  PcieLink pcie;
+  std::vector<NvLink> nvlinks;            // supported links only
+  std::optional<std::string> mig_mode;    // "enabled", "disabled"
+  std::optional<std::string> ecc_mode;    // "enabled", "disabled"
+  // Measured, GB/s (1e9 bytes per second).
+  std::optional<double> h2d_gbs;
+  std::optional<double> d2h_gbs;
+  std::optional<double> local_copy_gbs;
+};
+
+struct HostInfo {
+  std::string hostname;
+  std::optional<std::string> cpu_model;
+  std::optional<int> sockets;
+  std::optional<int> cores;    // physical cores, all sockets
+  std::optional<int> threads;  // logical CPUs
+  std::optional<std::uint64_t> memory_bytes;
+  std::optional<int> numa_nodes;
+  std::optional<std::string> os;
+  std::optional<std::string> kernel;
+  std::optional<std::string> gpu_driver;
+};
+
+struct NicPort {
+  int port = 1;
+  std::optional<std::string> state;       // "ACTIVE", "DOWN", "INIT", ...
+  std::optional<std::string> phys_state;  // "LinkUp", "Disabled", "Polling", ...
+  std::optional<double> rate_gbps;        // Gb/s
+  std::optional<std::string> link_layer;  // "InfiniBand", "Ethernet"
+};
+
+// An RDMA device (InfiniBand or RoCE) or an Ethernet interface.
+struct NicInfo {
+  std::string name;                        // "mlx5_0", "eth0"
+  std::string kind;                        // "infiniband", "roce", "ethernet"
+  std::optional<std::string> pci_address;  // the PCI function (for virtio: the virtio PCI device)
+  std::string bus;                         // "pci", "virtio", "unknown"
+  std::optional<std::string> driver;
+  std::optional<int> numa_node;
+  std::optional<std::string> firmware;     // RDMA devices
+  std::vector<NicPort> ports;              // RDMA devices
+  std::vector<std::string> netdevs;        // RDMA devices: their network interfaces
+  std::optional<double> speed_gbps;        // Ethernet interfaces
+  std::optional<int> mtu;
+  std::optional<std::string> operstate;    // "up", "down", ...
+};
+
+struct GpuDirectRdma {
+  std::string status = "unknown";          // "ready", "absent", "unknown"
+  std::optional<std::string> module;       // "nvidia_peermem" or "nv_peer_mem" when loaded
+  std::optional<bool> dma_buf;             // the kernel exposes dma-buf (the GPU side is not verified)
+};
+
+// The nearest NIC of one GPU.
+struct GpuNicAffinity {
+  std::string gpu;                         // the GPU's PCI bus id
+  std::optional<std::string> nic;          // empty when no NIC with a PCI address
+  std::optional<PciPath> path;             // empty when it cannot be told
+};
+
+struct NodeTopology {
+  HostInfo host;
+  std::vector<GpuInfo> gpus;               // by index, then PCI bus id
+  // Why no GPU is visible ("no GPU visible (...)"); empty when GPUs were found
+  // through CUDA/NVML.
+  std::string gpu_status;
+  std::vector<NicInfo> nics;
+  GpuDirectRdma gpudirect;
+  // gpu_matrix[i][j]: "X" on the diagonal, "NV#", PIX..SYS, or "?" unknown.
+  std::vector<std::vector<std::string>> gpu_matrix;
+  // nic_matrix[i][k]: GPU i to nics[k] (PIX..SYS, or "?"), nics without a PCI address included.
+  std::vector<std::vector<std::string>> nic_matrix;
+  std::vector<GpuNicAffinity> nearest_nic;
+  // CUDA peer access and performance rank; empty when not queried.
+  std::vector<std::vector<std::optional<bool>>> p2p_access;
+  std::vector<std::vector<std::optional<int>>> p2p_rank;
+  // Device-to-device copy bandwidth between local GPUs, GB/s; empty when not measured.
+  std::vector<std::vector<std::optional<double>>> d2d_gbs;
+  std::string method;                      // how the bandwidths were measured; empty when not measured
+  std::vector<std::string> notes;          // "what: why" for each fact that could not be told
+};
+
+// A problem rank 0 names, by host and device.
+struct Anomaly {
+  std::string kind;    // "gpu_count", "gpu_model", "driver", "pcie_downtrained", "nvlink_down",
+                       // "nic_port_down", "nic_slow", "gpudirect_rdma_absent", "gpu_no_local_nic",
+                       // "h2d_slow", "d2h_slow"
+  std::string host;
+  std::string device;  // "GPU 3 (0000:5d:00.0)", "mlx5_3 port 1", or empty for the node
+  std::string detail;
+};
+
+// Nodes of identical configuration.
+struct NodeGroup {
+  std::string signature;             // one line describing the configuration
+  std::vector<std::string> hosts;
+};
+
+struct ClusterTopology {
+  std::vector<NodeTopology> nodes;   // by node index
+  std::vector<NodeGroup> groups;     // largest first
+  std::vector<Anomaly> anomalies;
+  std::vector<std::string> notes;    // cluster-wide remarks that are not anomalies
+};
+
+}  // namespace fabricbench

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `fabricbench topo`: on this machine (whatever it has)
+and on fixture trees, each JSON file validated against the schema."""
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ARGS = None
+
+
+def mpirun(np_, *args, env=None):
+    cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", str(np_),
+           ARGS.binary, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+
+
+def validate(test, path):
+    proc = subprocess.run([sys.executable, ARGS.validator, ARGS.schema, path], capture_output=True, text=True)
+    test.assertEqual(proc.returncode, 0, f"{path} does not validate: {proc.stderr}")
+
+
+class Topo(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.json = os.path.join(self.dir.name, "t.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def fixture(self, name):
+        root = os.path.join(self.dir.name, name)
+        subprocess.run([ARGS.make_fixture, name, root, name], check=True)
+        return root
+
+    def test_this_machine(self):
+        proc = mpirun(2, "topo", "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("# topology: 1 node", proc.stdout)
+        self.assertIn("host ", proc.stdout)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        node = doc["topology"]["nodes"][0]
+        if not node["gpus"] or node["gpu_status"]:
+            self.assertIn("no GPU visible", proc.stdout)
+        self.assertTrue(doc["status"]["complete"])
+        self.assertEqual(doc["records"], [])
+
+    def test_fixture_roots_by_option_and_environment(self):
+        root = self.fixture("dgx-port-down")
+        proc = mpirun(1, "topo", "--no-measure", "--sysfs-root", os.path.join(root, "sys"), "--procfs-root",
+                      os.path.join(root, "proc"), "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("dgx-port-down mlx5_3 port 1: nic_port_down: state DOWN", proc.stdout)
+        self.assertIn("Ubuntu 22.04.4 LTS", proc.stdout)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            topo = json.load(f)["topology"]
+        self.assertEqual(len(topo["nodes"][0]["nics"]), 10)
+        self.assertEqual([a["kind"] for a in topo["anomalies"]], ["nic_port_down"])
+
+        root = self.fixture("cloud-vm")
+        env = dict(os.environ, FABRICBENCH_SYSFS_ROOT=os.path.join(root, "sys"),
+                   FABRICBENCH_PROCFS_ROOT=os.path.join(root, "proc"))
+        proc = mpirun(1, "topo", "--json", self.json, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("eth0", proc.stdout)
+        self.assertIn("Debian GNU/Linux 12 (bookworm)", proc.stdout)
+        validate(self, self.json)
+
+    def test_run_has_a_topology_section(self):
+        proc = mpirun(2, "run", "--sizes", "1K", "--iters", "2", "--no-measure", "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("# topology:", proc.stdout)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.assertIn("topology", doc)
+        self.assertTrue(doc["records"])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--mpirun", required=True)
+    parser.add_argument("--schema", required=True)
+    parser.add_argument("--validator", required=True)
+    parser.add_argument("--make-fixture", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], "-v", *rest])
