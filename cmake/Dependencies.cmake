@@ -1,8 +1,16 @@
 # Every dependency lookup of the project lives here.
 
-find_package(fmt REQUIRED)
-find_package(nlohmann_json 3.10 REQUIRED)
-find_package(CLI11 REQUIRED)
+# A carried folder (scripts/gpu-prepare.sh) supplies the header-only
+# libraries and googletest sources on machines that have a compiler but no
+# packages; packages found on the system are used first.
+set(FABRICBENCH_CARRY_DIR "" CACHE PATH "Folder made by scripts/gpu-prepare.sh (headers and googletest sources)")
+if(FABRICBENCH_CARRY_DIR)
+  include(${CMAKE_CURRENT_LIST_DIR}/Carry.cmake)
+else()
+  find_package(fmt REQUIRED)
+  find_package(nlohmann_json 3.10 REQUIRED)
+  find_package(CLI11 REQUIRED)
+endif()
 
 # MPI ----------------------------------------------------------------------
 set(FABRICBENCH_HAVE_MPI OFF)
@@ -36,6 +44,17 @@ if(NOT FABRICBENCH_CUDA STREQUAL "OFF")
   check_language(CUDA)
   if(CUDAToolkit_FOUND AND CMAKE_CUDA_COMPILER AND NCCL_INCLUDE_DIR AND NCCL_LIBRARY)
     set(FABRICBENCH_HAVE_CUDA ON)
+    # Ampere and Hopper as machine code, plus Hopper PTX that newer GPUs
+    # compile at load time.
+    if(NOT DEFINED CMAKE_CUDA_ARCHITECTURES)
+      set(CMAKE_CUDA_ARCHITECTURES "80-real;90-real;90-virtual" CACHE STRING "CUDA architectures of the kernels")
+    endif()
+    enable_language(CUDA)
+    if(NOT TARGET fabricbench_nccl)
+      add_library(fabricbench_nccl UNKNOWN IMPORTED)
+      set_target_properties(fabricbench_nccl PROPERTIES IMPORTED_LOCATION "${NCCL_LIBRARY}"
+                                                        INTERFACE_INCLUDE_DIRECTORIES "${NCCL_INCLUDE_DIR}")
+    endif()
   elseif(FABRICBENCH_CUDA STREQUAL "ON")
     message(FATAL_ERROR "FABRICBENCH_CUDA=ON but CUDA (${CUDAToolkit_FOUND}, nvcc '${CMAKE_CUDA_COMPILER}') "
                         "or NCCL (header '${NCCL_INCLUDE_DIR}', library '${NCCL_LIBRARY}') was not found; "
@@ -46,7 +65,9 @@ message(STATUS "fabricbench: CUDA/NCCL ${FABRICBENCH_HAVE_CUDA}")
 
 # Tests ----------------------------------------------------------------------
 if(FABRICBENCH_TESTS)
-  find_package(GTest REQUIRED)
+  if(NOT TARGET GTest::gtest)
+    find_package(GTest REQUIRED)
+  endif()
   # The JSON Schema check uses Python's jsonschema (Debian: python3-jsonschema).
   # A python3 earlier in PATH may lack it, so every python3 on PATH is tried.
   set(FABRICBENCH_PYTHON "" CACHE FILEPATH "A python3 that can import jsonschema")
@@ -62,6 +83,11 @@ if(FABRICBENCH_TESTS)
         endif()
       endif()
     endforeach()
+  endif()
+  if(NOT FABRICBENCH_PYTHON AND FABRICBENCH_CARRY_DIR)
+    # A bare machine runs the C++ and GPU tests; the schema tests need jsonschema.
+    find_program(FABRICBENCH_PYTHON python3)
+    message(WARNING "no python3 with jsonschema: the schema and end-to-end tests will fail here")
   endif()
   if(NOT FABRICBENCH_PYTHON)
     message(FATAL_ERROR "no python3 with the jsonschema module found (Debian: apt-get install python3-jsonschema)")

@@ -1,7 +1,8 @@
 #pragma once
 // Comm: a process group for the coordination the engine needs (agreeing on
 // counts, gathering timings, barriers). Backed by an MPI communicator when
-// built with MPI, or a single process without. Move-only; a communicator
+// built with MPI, or a single process without, or by one of the groups
+// without MPI of local_comm.hpp (threads, or processes meeting in a folder). Move-only; a communicator
 // obtained by split() is owned and freed, world() is not. There is no copy:
 // duplicating a communicator is a collective and is only ever done
 // explicitly (split / duplicate), never by accident.
@@ -58,6 +59,9 @@ class Comm {
 
   struct Impl;
   [[nodiscard]] const Impl& impl() const { return *impl_; }
+  // Wraps an implementation made by the transports' sources (the groups
+  // without MPI of local_comm.hpp).
+  static Comm adopt(std::unique_ptr<Impl> impl);
 
  private:
   explicit Comm(std::unique_ptr<Impl> impl);

@@ -1,0 +1,129 @@
+// The groups without MPI: threads, and processes meeting in a folder (here
+// threads standing in for the processes, which exercises the same files).
+#include "fabricbench/local_comm.hpp"
+
+#include <filesystem>
+#include <functional>
+#include <thread>
+
+#include <gtest/gtest.h>
+
+#include "fabricbench/error.hpp"
+#include "fabricbench/layout.hpp"
+
+namespace fabricbench {
+namespace {
+
+using namespace std::chrono_literals;
+
+void on_each(std::vector<Comm>& group, const std::function<void(const Comm&)>& body) {
+  std::vector<std::thread> threads;
+  std::vector<std::string> failures(group.size());
+  for (std::size_t r = 0; r < group.size(); ++r)
+    threads.emplace_back([&, r] {
+      try {
+        body(group[r]);
+      } catch (const std::exception& e) {
+        failures[r] = e.what();
+        fail_group(group[r], e.what());
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (const auto& f : failures) EXPECT_EQ(f, "");
+}
+
+void collectives(const Comm& c) {
+  const int n = c.size();
+  const int r = c.rank();
+  for (int round = 0; round < 20; ++round) {
+    c.barrier();
+    EXPECT_EQ(c.broadcast_value(r == 1 % n ? 40 + round : -1, 1 % n), 40 + round);
+    std::vector<double> v{static_cast<double>(r), 1.0};
+    c.allreduce_sum(std::span<double>(v));
+    EXPECT_EQ(v[0], n * (n - 1) / 2.0);
+    EXPECT_EQ(v[1], n);
+    double low = r;
+    c.allreduce_min(std::span<double>(&low, 1));
+    EXPECT_EQ(low, 0);
+    std::int64_t high = r;
+    c.allreduce_max(std::span<std::int64_t>(&high, 1));
+    EXPECT_EQ(high, n - 1);
+    std::uint64_t count = 2;
+    c.allreduce_sum(std::span<std::uint64_t>(&count, 1));
+    EXPECT_EQ(count, 2U * static_cast<std::uint64_t>(n));
+    const std::vector<std::string> all = c.allgather(std::string(static_cast<std::size_t>(r), 'x'));
+    ASSERT_EQ(all.size(), static_cast<std::size_t>(n));
+    for (int q = 0; q < n; ++q) EXPECT_EQ(all[static_cast<std::size_t>(q)].size(), static_cast<std::size_t>(q));
+  }
+  // Odd and even ranks, ordered by descending key; rank 0 sits out.
+  const Comm sub = c.split(r == 0 ? -1 : r % 2, -r);
+  if (r == 0) {
+    EXPECT_TRUE(sub.empty());
+  } else {
+    EXPECT_FALSE(sub.empty());
+    int members = 0;
+    for (int q = 1; q < n; ++q) members += q % 2 == r % 2 ? 1 : 0;
+    EXPECT_EQ(sub.size(), members);
+    const std::vector<std::string> order = sub.allgather(std::to_string(r));
+    EXPECT_EQ(order.front(), std::to_string(r % 2 == 1 ? (n - 1) % 2 == 1 ? n - 1 : n - 2 : (n - 1) % 2 == 0 ? n - 1 : n - 2));
+  }
+  const Comm node = c.split_shared();
+  EXPECT_EQ(node.size(), n);
+  const Layout layout = discover_layout(c);
+  EXPECT_EQ(layout.nodes, 1);
+  EXPECT_EQ(layout.local_rank, r);
+}
+
+TEST(LocalComm, ThreadGroupCollectives) {
+  for (const int n : {1, 2, 3, 4}) {
+    std::vector<Comm> group = make_thread_comms(n, 20s);
+    on_each(group, collectives);
+  }
+}
+
+TEST(LocalComm, FileGroupCollectives) {
+  for (const int n : {1, 3, 4}) {
+    const auto dir = std::filesystem::temp_directory_path() /
+                     ("fabricbench-comm-test-" + std::to_string(n) + "-" + std::to_string(::getpid()));
+    std::filesystem::remove_all(dir);
+    std::vector<Comm> group;
+    for (int r = 0; r < n; ++r) group.push_back(make_file_comm(dir.string(), r, n, 20s));
+    on_each(group, collectives);
+    std::filesystem::remove_all(dir);
+  }
+}
+
+TEST(LocalComm, AbsentMemberTimesOut) {
+  std::vector<Comm> group = make_thread_comms(2, 200ms);
+  EXPECT_THROW(group[0].barrier(), SystemError);
+  // And the group stays failed for the other member.
+  EXPECT_THROW(group[1].barrier(), SystemError);
+}
+
+TEST(LocalComm, FailedMemberReleasesTheOthers) {
+  std::vector<Comm> group = make_thread_comms(2, 20s);
+  std::thread failing([&] { fail_group(group[1], "rank 1 gave up"); });
+  failing.join();
+  try {
+    group[0].barrier();
+    FAIL() << "barrier returned";
+  } catch (const SystemError& e) {
+    EXPECT_STREQ(e.what(), "rank 1 gave up");
+  }
+}
+
+TEST(LocalComm, FileGroupNamesTheMissingRank) {
+  const auto dir = std::filesystem::temp_directory_path() / ("fabricbench-comm-missing-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const Comm lone = make_file_comm(dir.string(), 0, 3, 300ms);
+  try {
+    lone.barrier();
+    FAIL() << "barrier returned";
+  } catch (const SystemError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank(s) 1, 2"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace fabricbench
