@@ -8,6 +8,10 @@
 
 #include <unistd.h>
 
+#include <fmt/format.h>
+
+#include "fabricbench/error.hpp"
+
 namespace fabricbench {
 
 std::string this_hostname() {
@@ -47,7 +51,26 @@ Layout layout_from(int rank, const std::vector<std::string>& hostname_of_rank, c
   }
   layout.node = layout.node_of_rank[static_cast<std::size_t>(rank)];
   layout.local_rank = local_rank_of_rank[static_cast<std::size_t>(rank)];
+  layout.local_rank_of_rank = local_rank_of_rank;
   return layout;
+}
+
+int rank_at(const Layout& layout, int node, int local_rank) {
+  for (std::size_t r = 0; r < layout.node_of_rank.size(); ++r)
+    if (layout.node_of_rank[r] == node && layout.local_rank_of_rank[r] == local_rank) return static_cast<int>(r);
+  return -1;
+}
+
+int uniform_ranks_per_node(const Layout& layout) {
+  const int first = layout.ranks_per_node.front();
+  for (std::size_t n = 1; n < layout.ranks_per_node.size(); ++n) {
+    if (layout.ranks_per_node[n] != first)
+      throw UsageError(fmt::format("uneven ranks per node ({} has {}, {} has {}): the scaling ladder and the pair "
+                                   "matrix need the same number of ranks on every node; launch with a fixed count "
+                                   "per node (mpirun --map-by ppr:N:node)",
+                                   layout.hostnames.front(), first, layout.hostnames[n], layout.ranks_per_node[n]));
+  }
+  return first;
 }
 
 Layout discover_layout(const Comm& world) {

@@ -203,6 +203,12 @@ BatchTiming MpiTransport::time_batch(const OpSpec& spec, int iters) {
 
 void MpiTransport::barrier() { comm_->barrier(); }
 
+std::unique_ptr<Transport> MpiTransport::split(const Comm& sub, int color, int /*key*/) {
+  // MPI needs nothing beyond the split communicator itself.
+  if (color < 0 || sub.empty()) return nullptr;
+  return std::make_unique<MpiTransport>(sub);
+}
+
 #endif  // FABRICBENCH_HAVE_MPI
 
 }  // namespace fabricbench

@@ -34,9 +34,9 @@ std::vector<Point> plan(const RunConfig& config) {
   return points;
 }
 
-// Measures one placement of a point on every rank; the returned timing is
-// meaningful on every rank (all reductions are all-reduces).
-Timing measure(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec) {
+}  // namespace
+
+Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec) {
   std::optional<std::uint64_t> wrong;
   if (config.check) {
     transport.fill(spec);
@@ -63,7 +63,8 @@ Timing measure(const RunConfig& config, Transport& transport, const Comm& comm, 
 
   transport.barrier();
   BatchTiming batch = transport.time_batch(spec, iters);
-  double mean = batch.seconds / iters;
+  const double local = batch.seconds / iters;
+  double mean = local;
   double low = mean;
   double high = mean;
   comm.allreduce_sum(std::span<double>(&mean, 1));
@@ -77,10 +78,8 @@ Timing measure(const RunConfig& config, Transport& transport, const Comm& comm, 
 
   Timing timing = make_timing(spec.op, comm.size(), spec.counts.bytes, mean, low, high, batch.per_iteration, iters);
   timing.wrong = wrong;
-  return timing;
+  return {timing, local};
 }
-
-}  // namespace
 
 int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_iteration) {
   if (policy.fixed_iters > 0) return policy.fixed_iters;
@@ -149,7 +148,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
       transport.prepare(spec);
       for (SweepRecord& r : done) {
         spec.placement = r.placement;
-        r.timing = measure(config, transport, comm, spec);
+        r.timing = measure_op(config, transport, comm, spec).timing;
       }
     } else {
       for (SweepRecord& r : done) {

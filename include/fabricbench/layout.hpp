@@ -17,6 +17,7 @@ struct Layout {
   int local_rank = 0;  // rank within the node
   int nodes = 1;
   std::vector<int> node_of_rank;          // by world rank
+  std::vector<int> local_rank_of_rank;    // by world rank
   std::vector<int> ranks_per_node;        // by node index
   std::vector<std::string> hostnames;     // by node index
 };
@@ -31,5 +32,13 @@ Layout layout_from(int rank, const std::vector<std::string>& hostname_of_rank,
                    const std::vector<int>& leader_of_rank, const std::vector<int>& local_rank_of_rank);
 
 std::string this_hostname();
+
+// The world rank of (node, local rank), or -1.
+int rank_at(const Layout& layout, int node, int local_rank);
+
+// Ranks per node when every node has the same number; throws UsageError
+// naming the nodes otherwise (the ladder and the pair matrix compare nodes
+// rail by rail, which needs the same ranks on each).
+int uniform_ranks_per_node(const Layout& layout);
 
 }  // namespace fabricbench

@@ -45,6 +45,7 @@ class MpiTransport final : public Transport {
   [[nodiscard]] std::uint64_t verify(const OpSpec& spec) override;
   BatchTiming time_batch(const OpSpec& spec, int iters) override;
   void barrier() override;
+  [[nodiscard]] std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override;
 
   // This rank's output as verify() reads it (for tests that corrupt it).
   [[nodiscard]] std::span<std::byte> output(const OpSpec& spec);

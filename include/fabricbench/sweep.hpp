@@ -18,6 +18,18 @@ namespace fabricbench {
 // min_time_ms, within [min_iters, max_iters]; or fixed_iters when set.
 int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_iteration);
 
+// One measured placement: the group's figures (the same on every member) and
+// this rank's own batch time per iteration.
+struct Measurement {
+  Timing timing;
+  double local_seconds = 0;
+};
+
+// Measures `spec` on every member of `comm` (the transport's group): the data
+// check when enabled, the warm-up, the iteration count decided on the group's
+// rank 0, and the timed batch. Collective over the group.
+Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec);
+
 // Callbacks, called on rank 0 only.
 struct SweepListener {
   // All placements of one (op, dtype, redop, size) point, as they complete.

@@ -5,11 +5,13 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/comm.hpp"
 #include "fabricbench/types.hpp"
 
 namespace fabricbench {
@@ -56,6 +58,12 @@ class Transport {
   // barrier is the caller's job; time `iters` back-to-back operations.
   virtual BatchTiming time_batch(const OpSpec& spec, int iters) = 0;
   virtual void barrier() = 0;
+
+  // Collective over this transport's group: a transport for the sub-group
+  // `sub`, which the caller split from this group's Comm with (color, key).
+  // Members with a negative color get nullptr. The sub-transport must not
+  // outlive `sub`.
+  [[nodiscard]] virtual std::unique_ptr<Transport> split(const Comm& sub, int color, int key) = 0;
 };
 
 }  // namespace fabricbench

@@ -4,6 +4,7 @@
 #include <iosfwd>
 #include <span>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -19,6 +20,10 @@ void write_json(const RunResult& result, std::ostream& out);
 // CSV: a header row, one row per record, plain numbers, units in the column
 // names; empty cells for what was not measured.
 void write_csv(std::span<const SweepRecord> records, std::ostream& out);
+
+// The ladder, the pair matrix and the findings as terminal tables.
+void write_ladder(const ScaleResult& scaling, std::ostream& out);
+void write_pairs(const PairsResult& pairs, const std::vector<Finding>& findings, std::ostream& out);
 
 // The terminal table, nccl-tests-like: one row per point with out-of-place and
 // in-place side by side.

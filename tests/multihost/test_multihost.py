@@ -1,0 +1,159 @@
+#!/usr/bin/env python3
+"""Multi-node behaviour on a real multi-host test bed.
+
+Four hosts on this machine (network namespaces joined by a bridge, Open MPI
+launching into them through an rsh agent, scripts/testbed/), two ranks each.
+Checks the scaling ladder's levels, groups and efficiencies; that the pair
+matrix names exactly the host whose link is throttled with tc, and exactly
+the pair whose traffic is throttled; and that `fabricbench run` prints the
+ladder and the matrix and writes JSON that validates.
+
+Throttled and unthrottled links are compared by large factors only (100 Mbit/s
+against links that run at hundreds of MB/s), never by absolute figures.
+Needs root; exits 77 (skipped) without it.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ARGS = None
+HOSTS = ["node0", "node1", "node2", "node3"]
+RATE = "100mbit"
+# Small messages and few iterations: a throttled link moves 12.5 MB/s.
+COMMON = ["--iters", "4", "--warmup", "1", "-q"]
+
+
+def testbed(*args, check=True, timeout=600):
+    proc = subprocess.run([ARGS.testbed, *args], capture_output=True, text=True, timeout=timeout,
+                          env={**os.environ, "FB_TESTBED_PREFIX": "fbt", "FB_TESTBED_HOSTPREFIX": "node"})
+    if check and proc.returncode != 0:
+        raise RuntimeError(f"testbed {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
+    return proc
+
+
+def fabricbench(json_path, *args):
+    proc = testbed("mpirun", "-np", "8", "-q", ARGS.binary, *args, "--json", json_path, check=False)
+    with open(json_path, encoding="utf-8") as f:
+        doc = json.load(f)
+    return proc, doc
+
+
+def validate(test, path):
+    proc = subprocess.run([sys.executable, ARGS.validator, ARGS.schema, path], capture_output=True, text=True)
+    test.assertEqual(proc.returncode, 0, proc.stderr)
+
+
+class MultiHost(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        testbed("down", check=False)
+        testbed("up", "4", "--slots", "2", "--subnet", "10.77.9")
+        cls.dir = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        testbed("down", check=False)
+        cls.dir.cleanup()
+
+    def setUp(self):
+        testbed("unthrottle", check=False)
+        self.json = os.path.join(self.dir.name, f"{self.id().split('.')[-1]}.json")
+
+    def tearDown(self):
+        testbed("unthrottle", check=False)
+
+    def test_ladder_levels_groups_and_efficiencies(self):
+        proc, doc = fabricbench(self.json, "scale", "--scale-bytes", "1M", *COMMON)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        self.assertEqual(doc["run"]["nodes"], 4)
+        self.assertEqual(doc["run"]["ranks_per_node"], [2, 2, 2, 2])
+        self.assertEqual(doc["run"]["hostnames"], HOSTS)
+        levels = doc["scaling"]["levels"]
+        shape = {(l["kind"], l["nodes_per_group"], l["op"]): l for l in levels}
+        for op in ("allreduce", "allgather"):
+            one, two, four, rail = (shape[("nodes", 1, op)], shape[("nodes", 2, op)], shape[("nodes", 4, op)],
+                                    shape[("rail", 4, op)])
+            self.assertEqual([g["hosts"] for g in one["groups"]], [[h] for h in HOSTS])
+            self.assertEqual([g["hosts"] for g in two["groups"]], [HOSTS[:2], HOSTS[2:]])
+            self.assertEqual([g["hosts"] for g in four["groups"]], [HOSTS])
+            self.assertEqual([g["ranks"] for g in one["groups"]], [2] * 4)
+            self.assertEqual([g["ranks"] for g in two["groups"]], [4] * 2)
+            self.assertEqual([g["ranks"] for g in four["groups"]], [8])
+            self.assertEqual(len(rail["groups"]), 2)  # one per local rank
+            self.assertEqual([g["ranks"] for g in rail["groups"]], [4, 4])
+            self.assertEqual(one["efficiency"], 1.0)
+            base = statistics.median(g["busbw_gbs"] for g in one["groups"])
+            for level in (one, two, four, rail):
+                values = [g["busbw_gbs"] for g in level["groups"]]
+                self.assertAlmostEqual(level["busbw_median_gbs"], statistics.median(values), places=9)
+                self.assertAlmostEqual(level["busbw_min_gbs"], min(values), places=9)
+                self.assertAlmostEqual(level["efficiency"], level["busbw_median_gbs"] / base, places=9)
+                self.assertTrue(all(g["wrong"] == 0 for g in level["groups"]))
+
+    def test_slow_host_is_named(self):
+        testbed("throttle", "node2", RATE)
+        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", *COMMON)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        findings = doc["findings"]
+        self.assertEqual([(f["kind"], f["hosts"]) for f in findings], [("slow_node", ["node2"])], findings)
+        self.assertIn("slow node node2", proc.stdout)
+        links = {(l["from"], l["to"]): l["bandwidth_gbs"] for l in doc["pairs"]["links"]}
+        self.assertEqual(len(links), 12)
+        slow = [v for (a, b), v in links.items() if 2 in (a, b)]
+        fast = [v for (a, b), v in links.items() if 2 not in (a, b)]
+        self.assertGreater(min(fast), 5 * max(slow))
+
+    def test_slow_link_is_named(self):
+        testbed("throttle-pair", "node0", "node3", RATE)
+        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", *COMMON)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        findings = doc["findings"]
+        self.assertEqual([(f["kind"], f["hosts"]) for f in findings], [("slow_link", ["node0", "node3"])], findings)
+        self.assertIn("slow link node0 <-> node3", proc.stdout)
+
+    def test_uneven_ranks_per_node_are_refused_with_one_line(self):
+        # 7 ranks on 4 hosts with 2 slots each: the last host gets one.
+        proc = testbed("mpirun", "-np", "7", "-q", ARGS.binary, "scale", "--scale-bytes", "64K", *COMMON,
+                       check=False)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("fabricbench:")]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn("uneven ranks per node", lines[0])
+
+    def test_full_run_prints_ladder_matrix_and_names_the_throttled_host(self):
+        testbed("throttle", "node1", RATE)
+        proc, doc = fabricbench(self.json, "run", "--sizes", "64K", "--ops", "allreduce", "--scale-bytes", "1M",
+                                "--pair-bytes", "1M", "--grad-bytes", "1M", "--compute-ms", "50",
+                                "--iters", "4", "--warmup", "1")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        for text in ("# allreduce on 8 ranks", "# Scaling ladder", "# Node pairs", "# Projected data-parallel",
+                     "slow node node1"):
+            self.assertIn(text, proc.stdout)
+        self.assertTrue(doc["status"]["complete"])
+        self.assertTrue(doc["status"]["data_ok"])
+        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node1"])])
+        points = doc["scaling"]["projection"]["points"]
+        self.assertEqual([p["nodes"] for p in points], [1, 2, 4])
+        self.assertEqual([p["gpus"] for p in points], [2, 4, 8])
+        for p in points:
+            self.assertAlmostEqual(p["efficiency"], p["speedup"] / p["gpus"], places=9)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    for name in ("--binary", "--testbed", "--schema", "--validator"):
+        parser.add_argument(name, required=True)
+    ARGS, rest = parser.parse_known_args()
+    if os.geteuid() != 0:
+        print("multi-host tests need root (network namespaces, tc): skipped")
+        sys.exit(77)
+    unittest.main(argv=[sys.argv[0], "-v", *rest])
