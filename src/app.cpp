@@ -18,10 +18,13 @@
 #include "fabricbench/mpi_transport.hpp"
 #include "fabricbench/multinode.hpp"
 #include "fabricbench/output.hpp"
+#include "fabricbench/report.hpp"
 #include "fabricbench/sizes.hpp"
 #include "fabricbench/sweep.hpp"
+#include "fabricbench/topology_analysis.hpp"
 #include "fabricbench/topology_probe.hpp"
 #include "fabricbench/topology_writers.hpp"
+#include "fabricbench/verdict.hpp"
 #include "fabricbench/writers.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
@@ -104,26 +107,51 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-void save(const RunConfig& config, const RunResult& result) {
+// Saves with the wall time so far, so an interrupted run's file still says
+// how long it ran (and so what it cost).
+void save(const RunConfig& config, RunResult& result,
+          std::chrono::steady_clock::time_point start = std::chrono::steady_clock::time_point{}) {
+  if (start != std::chrono::steady_clock::time_point{})
+    result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
   if (!config.csv_path.empty())
     write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result.records, out); });
 }
 
+// After the run, on rank 0: the verdicts a measuring command was asked for
+// (--expect, --expect-reference, --fail-on-warn) and their exit code.
+int judge_run(const RunConfig& config, const RunResult& result) {
+  const ReportConfig& rc = config.report;
+  if (rc.expects.empty() && !rc.expect_reference && !rc.fail_on_warn) return exit_ok;
+  std::vector<Verdict> verdicts = health_verdicts(result);
+  Level level = worst(verdicts);
+  const std::vector<Verdict> refs = reference_verdicts(result, builtin_expectations());
+  if (rc.expect_reference) level = std::max(level, worst(refs));
+  verdicts.insert(verdicts.end(), refs.begin(), refs.end());
+  for (const std::string& text : rc.expects) {
+    verdicts.push_back(evaluate_gate(parse_gate(text), result));
+    level = std::max(level, verdicts.back().level);
+  }
+  write_verdicts(verdicts, level, std::cout);
+  std::cout << std::flush;
+  return exit_code_for(level, rc.fail_on_warn);
+}
+
 int execute(const RunConfig& config, const Comm& world) {
   const bool lead = world.rank() == 0;
+  const auto started = std::chrono::steady_clock::now();
   const Layout layout = discover_layout(world);
   validate_for_world(config, world.size());
   if (config.command == Command::scale || config.command == Command::p2p ||
       (config.command == Command::run && layout.nodes > 1))
     (void)uniform_ranks_per_node(layout);  // refuse uneven layouts before anything runs
-  const std::unique_ptr<Transport> transport = make_transport_for(config, world, layout);
-  validate_for_transport(config, *transport);
   agree_on_root(world, [&config] {
     if (!config.json_path.empty()) check_writable(config.json_path, "--json");
     if (!config.csv_path.empty()) check_writable(config.csv_path, "--csv");
   });
+  const std::unique_ptr<Transport> transport = make_transport_for(config, world, layout);
+  validate_for_transport(config, *transport);
 
   RunResult result;
   result.tool = tool_info();
@@ -141,6 +169,8 @@ int execute(const RunConfig& config, const Comm& world) {
   result.tool.libraries.merge(gpu.libraries);
   info.devices = std::move(gpu.devices);
   info.environment = shaping_environment();
+  if (config.report.price_per_gpu_hour || config.report.price_per_node_hour)
+    info.cost = PriceInfo{config.report.price_per_gpu_hour, config.report.price_per_node_hour};
 
   if (lead && !config.quiet) {
     std::cout << fmt::format("# fabricbench {} (git {}) transport {}: {} ranks on {} node{}\n", result.tool.version,
@@ -159,10 +189,10 @@ int execute(const RunConfig& config, const Comm& world) {
   if (config.command == Command::topo) {
     if (!lead) return exit_ok;
     result.complete = true;
-    save(config, result);
+    save(config, result, started);
     return exit_ok;
   }
-  if (lead) save(config, result);  // a valid (empty, incomplete) file from the start
+  if (lead) save(config, result, started);  // a valid (empty, incomplete) file from the start
 
   TableWriter table(std::cout);
   Progress progress(lead && !config.quiet);
@@ -178,7 +208,7 @@ int execute(const RunConfig& config, const Comm& world) {
       if (r.timing && r.timing->wrong) result.wrong_total += *r.timing->wrong;
     }
   };
-  listener.on_op_done = [&](Op) { save(config, result); };
+  listener.on_op_done = [&](Op) { save(config, result, started); };
 
   const bool multi_node = layout.nodes > 1;
   const bool sweep = config.command == Command::sweep || config.command == Command::run;
@@ -188,13 +218,22 @@ int execute(const RunConfig& config, const Comm& world) {
   if (sweep) run_sweep(config, *transport, world, listener);
   progress.clear();
   if (ladder) {
-    ScaleResult scaling = run_ladder(config, *transport, world, layout);
+    // The NIC-bound ceiling needs the line rate: given, or from the topology
+    // rank 0 gathered (every rank gets it, though only rank 0 analyses).
+    RunConfig ladder_config = config;
+    if (!ladder_config.scale.nic_gbit_per_node) {
+      std::optional<double> known;
+      if (lead && result.topology) known = network_gbit_per_node(*result.topology);
+      const double rate = world.broadcast_value(known.value_or(0.0), 0);
+      if (rate > 0) ladder_config.scale.nic_gbit_per_node = rate;
+    }
+    ScaleResult scaling = run_ladder(ladder_config, *transport, world, layout);
     if (lead) {
       for (const LevelResult& l : scaling.levels)
         for (const GroupResult& g : l.groups) result.wrong_total += g.wrong;
       if (!config.quiet) write_ladder(scaling, std::cout);
       result.scaling = std::move(scaling);
-      save(config, result);
+      save(config, result, started);
     }
   }
   if (pairs) {
@@ -209,18 +248,19 @@ int execute(const RunConfig& config, const Comm& world) {
         for (const Finding& f : result.findings) std::cout << "# " << f.message << '\n';
       }
       result.pairs = std::move(matrix);
-      save(config, result);
+      save(config, result, started);
     }
   }
   if (!lead) return exit_ok;
   result.complete = true;
-  save(config, result);
+  save(config, result, started);
   if (sweep) table.summary(result);
+  const int judged = judge_run(config, result);
   if (!data_ok(result)) {
     std::cerr << fmt::format("fabricbench: {} wrong elements: the data check failed\n", result.wrong_total);
     return exit_failed;
   }
-  return exit_ok;
+  return judged;
 }
 
 }  // namespace

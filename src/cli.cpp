@@ -10,6 +10,7 @@
 
 #include "fabricbench/error.hpp"
 #include "fabricbench/sizes.hpp"
+#include "fabricbench/verdict.hpp"
 
 namespace fabricbench {
 namespace {
@@ -64,6 +65,15 @@ struct RawOptions {
   std::string sysfs_root;
   std::string procfs_root;
   bool no_measure = false;
+  // Decisions: gates, references, prices (run and report), report outputs.
+  std::vector<std::string> expects;
+  bool expect_reference = false;
+  bool fail_on_warn = false;
+  double price_per_gpu_hour = -1;
+  double price_per_node_hour = -1;
+  std::string profile;
+  std::vector<std::string> files;
+  std::string html;
 };
 
 constexpr const char* default_min_bytes = "8";
@@ -130,6 +140,50 @@ void add_pair_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_option("--pairs", o.pairs, "Pair rounds: all, or sample:K for K of the N-1 rounds  [all]");
   cmd.add_option("--outlier-mads", o.outlier_mads, "Findings: scaled MADs below the median to flag  [4]");
   cmd.add_option("--outlier-drop", o.outlier_drop, "Findings: fraction below the median to flag, 0..1  [0.5]");
+}
+
+void add_decision_options(CLI::App& cmd, RawOptions& o) {
+  cmd.add_option("--expect", o.expects,
+                 "Gate, repeatable: SUBJECT.METRIC[@ARG]CMP VALUE, e.g. 'allreduce.busbw>=350', "
+                 "'allgather.busbw@64M>=100', 'scale.efficiency@2>=0.9', 'topo.h2d_gbs>=40' (failing: exit 3)");
+  cmd.add_flag("--expect-reference", o.expect_reference,
+               "Gate on the built-in reference figures for the detected hardware (FAIL: exit 3)");
+  cmd.add_flag("--fail-on-warn", o.fail_on_warn, "Exit 1 when the verdict is WARN");
+  cmd.add_option("--price-per-gpu-hour", o.price_per_gpu_hour, "Price of one GPU for an hour (any currency), for cost");
+  cmd.add_option("--price-per-node-hour", o.price_per_node_hour, "Price of one node for an hour, for cost");
+}
+
+void apply_decision_options(const RawOptions& o, ReportConfig& report) {
+  report.expects = o.expects;
+  report.expect_reference = o.expect_reference;
+  report.fail_on_warn = o.fail_on_warn;
+  report.profile = o.profile;
+  report.files = o.files;
+  report.html_path = o.html;
+  if (o.price_per_gpu_hour >= 0 && o.price_per_node_hour >= 0)
+    throw UsageError("--price-per-gpu-hour: cannot be combined with --price-per-node-hour (give one of them)");
+  if (o.price_per_gpu_hour >= 0) report.price_per_gpu_hour = o.price_per_gpu_hour;
+  if (o.price_per_node_hour >= 0) report.price_per_node_hour = o.price_per_node_hour;
+}
+
+// `--profile smoke`: a short one-node suite for CI. Only the options the
+// person did not give are set, so the profile can be narrowed further.
+void apply_profile(const CLI::App& cmd, RawOptions& o) {
+  if (o.profile.empty()) return;
+  if (o.profile != "smoke") throw UsageError(fmt::format("--profile: unknown profile '{}' (choose from smoke)", o.profile));
+  const auto unset = [&cmd](const char* flag) { return cmd.count(flag) == 0; };
+  if (unset("--sizes") && unset("--min-bytes") && unset("--max-bytes") && unset("--step-factor")) {
+    o.min_bytes = "16";
+    o.max_bytes = "16M";
+    o.step_factor = 4;
+    o.step_given = true;
+  }
+  if (unset("--ops")) o.ops = "allreduce,allgather,sendrecv";
+  if (unset("--min-time-ms")) o.min_time_ms = 5;
+  if (unset("--warmup")) o.warmup = 2;
+  if (unset("--pair-bytes")) o.pair_bytes = "16M";
+  if (unset("--scale-bytes")) o.scale_bytes = "16M";
+  o.no_check = false;
 }
 
 std::vector<std::string> split_list(const std::string& text) {
@@ -324,6 +378,26 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   topo->add_flag("-q,--quiet", topo_options.quiet, "Print nothing but errors");
   add_topology_options(*topo, topo_options);
   CLI::App* version = app.add_subcommand("version", "Tool version, git hash, transports and library versions");
+  RawOptions report_options;
+  CLI::App* report = app.add_subcommand(
+      "report", "Read result files: tables, verdicts, cost; compare runs; --csv, --html; gates for CI (no MPI needed)");
+  report->add_option("files", report_options.files, "Result JSON files (several: compared; same cluster: aggregated)")
+      ->required();
+  report->add_option("--csv", report_options.csv, "Write CSV to FILE (one file: its records; several: the comparison)");
+  report->add_option("--html", report_options.html, "Write a self-contained HTML page with charts to FILE");
+  report->add_flag("-q,--quiet", report_options.quiet, "Print only the verdict line and errors");
+  add_decision_options(*report, report_options);
+  add_decision_options(*run, run_options);
+  run->add_option("--profile", run_options.profile,
+                  "smoke: a short one-node suite for CI (16 B..16 MiB x4; allreduce, allgather, sendrecv; 5 ms per "
+                  "size; data checked)");
+  for (CLI::App* measuring : {sweep, scale, p2p}) {
+    RawOptions* target = measuring == sweep ? &sweep_options : measuring == scale ? &scale_options : &p2p_options;
+    measuring->add_option("--price-per-gpu-hour", target->price_per_gpu_hour,
+                          "Price of one GPU for an hour (any currency), recorded for the report's cost");
+    measuring->add_option("--price-per-node-hour", target->price_per_node_hour,
+                          "Price of one node for an hour, recorded for the report's cost");
+  }
   add_sweep_options(*run, run_options);
   add_scale_options(*run, run_options);
   add_pair_options(*run, run_options);
@@ -337,7 +411,7 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   // No subcommand means `run`: options given without one belong to it.
   std::vector<std::string> argv = args;
   const bool names_subcommand =
-      !argv.empty() && (argv[0] == "run" || argv[0] == "sweep" || argv[0] == "scale" || argv[0] == "p2p" || argv[0] == "topo" ||
+      !argv.empty() && (argv[0] == "run" || argv[0] == "sweep" || argv[0] == "scale" || argv[0] == "p2p" || argv[0] == "topo" || argv[0] == "report" ||
                         argv[0] == "version" || argv[0] == "-h" || argv[0] == "--help");
   if (!names_subcommand) argv.insert(argv.begin(), "run");
 
@@ -348,7 +422,7 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   } catch (const CLI::CallForHelp&) {
     outcome.exit_now = true;
     outcome.text = app.help();
-    for (CLI::App* sub : {run, sweep, scale, p2p, topo, version}) {
+    for (CLI::App* sub : {run, sweep, scale, p2p, topo, version, report}) {
       if (sub->parsed()) outcome.text = sub->help();
     }
     return outcome;
@@ -363,6 +437,18 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
     outcome.config.command = Command::version;
     return outcome;
   }
+  if (report->parsed()) {
+    RunConfig c;
+    c.command = Command::report;
+    c.csv_path = report_options.csv;
+    c.quiet = report_options.quiet;
+    apply_decision_options(report_options, c.report);
+    for (const std::string& e : c.report.expects) (void)parse_gate(e);
+    c.command_line = args;
+    outcome.config = std::move(c);
+    return outcome;
+  }
+  apply_profile(*run, run_options);
   if (sweep->parsed()) outcome.config = to_config(sweep_options, Command::sweep);
   else if (scale->parsed()) outcome.config = to_config(scale_options, Command::scale);
   else if (p2p->parsed()) outcome.config = to_config(p2p_options, Command::p2p);
@@ -372,6 +458,10 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
     outcome.config.transport = TransportChoice::mpi;
   }
   else outcome.config = to_config(run_options, Command::run);
+  const RawOptions& chosen = sweep->parsed() ? sweep_options : scale->parsed() ? scale_options : p2p->parsed() ? p2p_options
+                             : topo->parsed() ? topo_options : run_options;
+  apply_decision_options(chosen, outcome.config.report);
+  for (const std::string& e : outcome.config.report.expects) (void)parse_gate(e);
   outcome.config.command_line = args;
   return outcome;
 }

@@ -10,6 +10,7 @@
 #include "fabricbench/build_info.hpp"
 #include "fabricbench/cli.hpp"
 #include "fabricbench/error.hpp"
+#include "fabricbench/report.hpp"
 
 int main(int argc, char** argv) {
   using namespace fabricbench;
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
       if (lead) std::cout << version_text();
       return exit_ok;
     }
+    // Reports read files only: no MPI, no transport.
+    if (parsed.config.command == Command::report) return run_report(parsed.config, std::cout);
     return run_measurements(&argc, &argv, parsed.config);
   } catch (const UsageError& e) {
     if (lead) std::cerr << "fabricbench: error: " << e.what() << '\n';

@@ -13,7 +13,7 @@ namespace fabricbench {
 
 enum class TransportChoice { automatic, nccl, mpi };
 enum class InPlaceChoice { both, only, no };
-enum class Command { run, sweep, version, scale, p2p, topo };
+enum class Command { run, sweep, version, scale, p2p, topo, report };
 
 struct IterationPolicy {
   int warmup = 5;
@@ -54,6 +54,19 @@ struct GpuConfig {
   double timeout_s = 300;     // every wait on the GPU or a peer
 };
 
+// Decisions on results: gates, references, prices, and the report's own
+// outputs (`report`; the gates and prices on the measuring commands too).
+struct ReportConfig {
+  std::vector<std::string> files;      // report: result files to read
+  std::string html_path;               // report: the self-contained HTML page
+  std::vector<std::string> expects;    // gate expressions, e.g. "allreduce.busbw>=350"
+  bool expect_reference = false;       // gate on the expectations file's verdicts
+  bool fail_on_warn = false;           // WARN exits 1
+  std::optional<double> price_per_gpu_hour;
+  std::optional<double> price_per_node_hour;
+  std::string profile;                 // "smoke" or empty
+};
+
 struct RunConfig {
   Command command = Command::run;
   TransportChoice transport = TransportChoice::automatic;
@@ -76,6 +89,7 @@ struct RunConfig {
   std::string procfs_root;
   bool measure_topology = true;  // time host<->device and device<->device copies
   std::vector<std::string> command_line;
+  ReportConfig report;
 };
 
 std::vector<Placement> placements(InPlaceChoice choice);

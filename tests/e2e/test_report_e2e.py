@@ -1,0 +1,140 @@
+#!/usr/bin/env python3
+"""End-to-end tests of `fabricbench report`: exit codes of each gate, schema
+errors on wrong, foreign and truncated files, CSV and HTML outputs, and the
+HTML page rendered in headless Chromium (no console errors, charts present).
+"""
+import argparse
+import csv
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import unittest
+
+ARGS = None
+
+
+def report(*args):
+    return subprocess.run([ARGS.binary, "report", *args], capture_output=True, text=True, timeout=120)
+
+
+def golden(name):
+    return os.path.join(ARGS.golden, name)
+
+
+class Gates(unittest.TestCase):
+    CASES = [
+        (["run_a.json"], 0),
+        (["run_a.json", "--expect", "allreduce.busbw>=150"], 0),
+        (["run_a.json", "--expect", "allreduce.busbw>=350"], 3),
+        (["run_a.json", "--expect", "allgather.busbw@1M>=40"], 0),
+        (["run_a.json", "--expect", "scale.efficiency@2>=0.9"], 3),
+        (["run_a.json", "--expect", "pairs.bandwidth>=300", "--expect", "topo.h2d_gbs>=40"], 0),
+        (["result.json", "--expect", "topo.h2d_gbs>=40"], 3),
+        (["run_a.json", "--expect-reference"], 0),
+        (["run_b.json", "--expect-reference"], 3),
+        (["run_b.json"], 0),
+        (["run_b.json", "--fail-on-warn"], 1),
+        (["run_a.json", "--fail-on-warn"], 0),
+        (["run_a.json", "--expect", "allreduce.speed>=1"], 2),
+        (["run_a.json", "--expect", "allreduce.busbw>=x"], 2),
+        (["run_a.json", "--price-per-gpu-hour", "1", "--price-per-node-hour", "8"], 2),
+    ]
+
+    def test_each_gate_exit_code(self):
+        for args, code in self.CASES:
+            with self.subTest(args=args):
+                proc = report(golden(args[0]), *args[1:])
+                self.assertEqual(proc.returncode, code, proc.stdout[-2000:] + proc.stderr)
+                if code == 2:
+                    lines = [l for l in proc.stderr.splitlines() if l.strip()]
+                    self.assertEqual(len(lines), 1, proc.stderr)
+                    self.assertTrue(lines[0].startswith("fabricbench: error: "))
+
+
+class BadFiles(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def one_line(self, path, expected):
+        proc = report(path)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        lines = [l for l in proc.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn(expected, lines[0])
+
+    def test_wrong_foreign_truncated_missing(self):
+        self.one_line(golden("broken_result.json"),
+                      "not a fabricbench result (schema 'fabricbench.result/2', expected fabricbench.result/1)")
+        foreign = os.path.join(self.dir.name, "foreign.json")
+        with open(foreign, "w", encoding="utf-8") as f:
+            f.write('{"schema": "foo/2"}')
+        self.one_line(foreign, "foreign.json: not a fabricbench result (schema 'foo/2', expected fabricbench.result/1)")
+        with open(golden("result.json"), encoding="utf-8") as f:
+            text = f.read()
+        truncated = os.path.join(self.dir.name, "cut.json")
+        with open(truncated, "w", encoding="utf-8") as f:
+            f.write(text[: len(text) // 2])
+        self.one_line(truncated, "cut.json: truncated or not JSON: ")
+        wrong = os.path.join(self.dir.name, "wrong.json")
+        with open(wrong, "w", encoding="utf-8") as f:
+            f.write(text.replace('"busbw_gbs": 3.145728', '"busbw_gbs": -1'))
+        self.one_line(wrong, "wrong.json: records/0/busbw_gbs: -1 is less than the minimum 0")
+        self.one_line(os.path.join(self.dir.name, "none.json"), "none.json: cannot read")
+
+
+class Outputs(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.html = os.path.join(self.dir.name, "report.html")
+        self.csv = os.path.join(self.dir.name, "report.csv")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_comparison_csv_and_html(self):
+        proc = report(golden("run_a.json"), golden("run_a2.json"), golden("run_b.json"), "--csv", self.csv,
+                      "--html", self.html)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("# Comparison", proc.stdout)
+        self.assertIn("B/A", proc.stdout)
+        with open(self.csv, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        self.assertEqual(len(rows), 6)
+        self.assertEqual(rows[0]["A_runs"], "2")
+        self.assertAlmostEqual(float(rows[0]["B_over_A"]), 0.8 / 0.98, places=9)
+        with open(self.html, encoding="utf-8") as f:
+            page = f.read()
+        for forbidden in ("<script", "<link", "url(", "src=", "href="):
+            self.assertNotIn(forbidden, page)
+        if shutil.which(ARGS.chromium) is None:
+            self.skipTest(f"{ARGS.chromium} is not installed (scripts/setup.sh installs it)")
+        profile = os.path.join(self.dir.name, "profile")
+        shot = os.path.join(self.dir.name, "shot.png")
+        base = [ARGS.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                f"--user-data-dir={profile}", "--enable-logging=stderr", "--v=0"]
+        dom = subprocess.run([*base, "--dump-dom", "file://" + self.html], capture_output=True, text=True, timeout=300)
+        self.assertEqual(dom.returncode, 0, dom.stderr[-3000:])
+        for marker in ("busbw-chart", "ladder-chart", "chart heatmap", 'id="verdict"', 'id="topology-0"', "<svg"):
+            self.assertIn(marker, dom.stdout)
+        self.assertGreaterEqual(dom.stdout.count("<svg"), 5)
+        for bad in ("Uncaught", "CONSOLE"):
+            self.assertNotIn(bad, dom.stderr, dom.stderr[-3000:])
+        png = subprocess.run([*base, "--window-size=1200,1600", f"--screenshot={shot}", "file://" + self.html],
+                             capture_output=True, text=True, timeout=300)
+        self.assertEqual(png.returncode, 0, png.stderr[-3000:])
+        self.assertGreater(os.path.getsize(shot), 10000)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--golden", required=True)
+    parser.add_argument("--chromium", default="chromium")
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], "-v", *rest])

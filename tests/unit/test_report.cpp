@@ -1,0 +1,331 @@
+#include "fabricbench/report.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <sstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fabricbench/error.hpp"
+#include "fabricbench/reader.hpp"
+#include "fabricbench/schema_validate.hpp"
+
+namespace fabricbench {
+namespace {
+
+std::string golden_path(const std::string& name) { return std::string(FABRICBENCH_GOLDEN_DIR) + "/" + name; }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Compares with the golden file; FABRICBENCH_UPDATE_GOLDEN=1 rewrites it.
+void expect_golden(const std::string& name, const std::string& actual) {
+  const std::string path = golden_path(name);
+  if (const char* update = std::getenv("FABRICBENCH_UPDATE_GOLDEN"); update != nullptr && std::string(update) == "1") {
+    std::ofstream(path) << actual;
+    return;
+  }
+  EXPECT_EQ(actual, slurp(path)) << "golden " << name << " differs (FABRICBENCH_UPDATE_GOLDEN=1 rewrites it)";
+}
+
+SchemaValidator schema() { return SchemaValidator(nlohmann::json::parse(result_schema_text())); }
+
+std::string message_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "(no error)";
+}
+
+TEST(SchemaValidator, EmbeddedSchemaIsTheRepositoryFile) {
+  EXPECT_EQ(nlohmann::json::parse(result_schema_text()),
+            nlohmann::json::parse(slurp(std::string(FABRICBENCH_GOLDEN_DIR) + "/../../src/schema/result.schema.json")));
+}
+
+// The same answers as python's jsonschema (the schema_* ctest entries).
+TEST(SchemaValidator, AgreesWithJsonschemaOnTheGoldenFiles) {
+  const SchemaValidator v = schema();
+  for (const char* name : {"result.json", "run_a.json", "run_a2.json", "run_b.json"})
+    EXPECT_TRUE(v.validate(nlohmann::json::parse(slurp(golden_path(name)))).empty()) << name;
+  const auto errors = v.validate(nlohmann::json::parse(slurp(golden_path("broken_result.json"))));
+  ASSERT_EQ(errors.size(), 3U);
+  std::string all;
+  for (const SchemaError& e : errors) all += e.path + ": " + e.message + "\n";
+  EXPECT_NE(all.find("fabricbench.result/1"), std::string::npos) << all;
+  EXPECT_NE(all.find("records/1/time_us: -1 is less than the minimum 0"), std::string::npos) << all;
+  EXPECT_NE(all.find("records/0: "), std::string::npos) << all;
+}
+
+TEST(SchemaValidator, Keywords) {
+  const SchemaValidator v(nlohmann::json::parse(R"({
+    "definitions": {"n": {"type": "integer", "minimum": 0, "maximum": 9}},
+    "type": "object", "required": ["a"], "additionalProperties": false,
+    "properties": {
+      "a": {"$ref": "#/definitions/n"},
+      "b": {"type": ["string", "null"], "pattern": "^x", "minLength": 2},
+      "c": {"type": "array", "items": {"enum": [1, 2, 3]}, "uniqueItems": true, "minItems": 1, "maxItems": 2},
+      "d": {"oneOf": [{"type": "integer"}, {"type": "number", "minimum": 5}]},
+      "e": {"anyOf": [{"const": "y"}, {"type": "boolean"}]},
+      "f": {"not": {"type": "string"}}
+    }})"));
+  const auto one = [&v](const char* doc) {
+    const auto errors = v.validate(nlohmann::json::parse(doc));
+    return errors.empty() ? std::string() : errors.front().path + ": " + errors.front().message;
+  };
+  EXPECT_EQ(one(R"({"a": 3, "b": "xy", "c": [1, 2], "d": 2, "e": true, "f": 1})"), "");
+  EXPECT_EQ(one(R"({"a": 3.0})"), "");  // 3.0 is an integer to JSON Schema
+  EXPECT_EQ(one(R"({})"), ": 'a' is a required property");
+  EXPECT_EQ(one(R"({"a": 10})"), "a: 10 is more than the maximum 9");
+  EXPECT_EQ(one(R"({"a": 1, "z": 1})"), ": additional property 'z' is not allowed");
+  EXPECT_EQ(one(R"({"a": 1, "b": "yy"})"), "b: \"yy\" does not match '^x'");
+  EXPECT_EQ(one(R"({"a": 1, "b": "x"})"), "b: \"x\" is shorter than 2 characters");
+  EXPECT_EQ(one(R"({"a": 1, "c": [1, 1]})"), "c: items 0 and 1 are equal (1)");
+  EXPECT_EQ(one(R"({"a": 1, "c": [4]})"), "c/0: 4 is not one of [1,2,3]");
+  EXPECT_EQ(one(R"({"a": 1, "c": [1, 2, 3]})"), "c: has 3 items, more than the maximum 2");
+  EXPECT_EQ(one(R"({"a": 1, "d": 7})"), "d: 7 is valid under more than one of the given schemas");
+  EXPECT_EQ(one(R"({"a": 1, "e": "n"})"), "e: \"n\" is not valid under any of the given schemas");
+  EXPECT_EQ(one(R"({"a": 1, "f": "s"})"), "f: \"s\" should not be valid under {\"type\":\"string\"}");
+  EXPECT_EQ(one(R"({"a": "1"})"), "a: \"1\" is not of type integer");
+  EXPECT_THROW(SchemaValidator(nlohmann::json::parse(R"({"format": "date"})")), std::invalid_argument);
+  EXPECT_THROW(SchemaValidator(nlohmann::json::parse(R"({"$ref": "#/definitions/none"})")), std::invalid_argument);
+}
+
+TEST(Reader, ReadsBackWhatTheWriterWrote) {
+  const RunResult r = read_result_file(golden_path("run_b.json"));
+  EXPECT_EQ(r.run.hostnames, (std::vector<std::string>{"b-node-1", "b-node-2"}));
+  EXPECT_EQ(r.records.size(), 6U);
+  ASSERT_TRUE(r.scaling && r.pairs && r.topology);
+  EXPECT_EQ(r.scaling->projection.size(), 2U);
+  EXPECT_EQ(r.findings.size(), 1U);
+  ASSERT_TRUE(r.pairs->nodes.bw(1, 0).has_value());
+  EXPECT_DOUBLE_EQ(*r.pairs->nodes.bw(1, 0), 120.0);
+  EXPECT_EQ(r.topology->nodes.size(), 2U);
+  EXPECT_EQ(r.topology->anomalies.size(), 1U);
+  ASSERT_TRUE(r.run.cost && r.run.cost->per_gpu_hour);
+  EXPECT_DOUBLE_EQ(*r.run.cost->per_gpu_hour, 2.5);
+  EXPECT_DOUBLE_EQ(r.duration_s.value_or(0), 95.5);
+}
+
+TEST(Reader, WrongForeignAndTruncatedFilesSayWhy) {
+  EXPECT_EQ(message_of([] { (void)read_result_file(golden_path("broken_result.json")); }),
+            golden_path("broken_result.json") +
+                ": not a fabricbench result (schema 'fabricbench.result/2', expected fabricbench.result/1)");
+  EXPECT_EQ(message_of([] { (void)result_from_json(nlohmann::json::parse("[1]"), "x.json"); }),
+            "x.json: not a fabricbench result (a JSON array, not an object)");
+  EXPECT_EQ(message_of([] { (void)result_from_json(nlohmann::json::parse(R"({"a": 1})"), "x.json"); }),
+            "x.json: not a fabricbench result (no \"schema\" member; expected fabricbench.result/1)");
+  nlohmann::json doc = nlohmann::json::parse(slurp(golden_path("result.json")));
+  doc["records"][3]["bytes"] = -1;
+  EXPECT_EQ(message_of([&doc] { (void)result_from_json(doc, "r.json"); }),
+            "r.json: records/3/bytes: -1 is less than the minimum 0");
+  const std::string text = slurp(golden_path("result.json"));
+  const std::string cut = ::testing::TempDir() + "/cut.json";
+  std::ofstream(cut) << text.substr(0, text.size() / 2);
+  EXPECT_NE(message_of([&cut] { (void)read_result_file(cut); }).find(cut + ": truncated or not JSON: "),
+            std::string::npos);
+  EXPECT_NE(message_of([] { (void)read_result_file("/nonexistent/r.json"); }).find("/nonexistent/r.json: cannot read"),
+            std::string::npos);
+}
+
+TEST(Gates, ParseErrorsNameTheExpression) {
+  EXPECT_EQ(message_of([] { (void)parse_gate("allreduce.busbw"); }),
+            "--expect 'allreduce.busbw': no comparison (use >=, <=, >, < or ==), e.g. allreduce.busbw>=350");
+  EXPECT_EQ(message_of([] { (void)parse_gate("allreduce.busbw>=fast"); }),
+            "--expect 'allreduce.busbw>=fast': 'fast' is not a number");
+  EXPECT_EQ(message_of([] { (void)parse_gate("allreduce.speed>=1"); }),
+            "--expect 'allreduce.speed>=1': unknown metric 'speed' for allreduce (busbw, algbw, time_us, p50_us, p99_us)");
+  EXPECT_EQ(message_of([] { (void)parse_gate("allgather.busbw@64Q>=1"); }),
+            "--expect 'allgather.busbw@64Q>=1': '@64Q' is not a size (bytes, or K/M/G, e.g. @64M)");
+  EXPECT_NE(message_of([] { (void)parse_gate("gpu.busbw>=1"); }).find("unknown subject 'gpu'"), std::string::npos);
+  EXPECT_NE(message_of([] { (void)parse_gate("topo.h2d_gbs@2>=1"); }).find("takes no @"), std::string::npos);
+  const Gate g = parse_gate("allgather.busbw@64M>=100");
+  EXPECT_EQ(g.subject, "allgather");
+  EXPECT_EQ(g.metric, "busbw");
+  EXPECT_EQ(g.at, std::size_t{64} << 20);
+  EXPECT_EQ(g.comparison, ">=");
+  EXPECT_DOUBLE_EQ(g.value, 100);
+}
+
+TEST(Gates, EvaluateEveryKind) {
+  const RunResult a = read_result_file(golden_path("run_a.json"));
+  const auto level = [&a](const char* text) { return evaluate_gate(parse_gate(text), a).level; };
+  EXPECT_EQ(level("allreduce.busbw>=170"), Level::ok);  // the largest size: 180
+  EXPECT_EQ(level("allreduce.busbw>=190"), Level::fail);
+  EXPECT_EQ(level("allreduce.busbw@1M>=40"), Level::ok);
+  EXPECT_EQ(level("allreduce.busbw@2M>=1"), Level::fail);  // not measured
+  EXPECT_EQ(level("sendrecv.time_us<=20"), Level::fail);   // not measured
+  EXPECT_EQ(level("scale.efficiency@2>=0.45"), Level::ok);
+  EXPECT_EQ(level("scale.efficiency>=0.9"), Level::fail);
+  EXPECT_EQ(level("pairs.bandwidth>=300"), Level::ok);
+  EXPECT_EQ(level("pairs.findings==0"), Level::ok);
+  EXPECT_EQ(level("topo.h2d_gbs>=40"), Level::ok);
+  EXPECT_EQ(level("topo.gpus>=8"), Level::ok);
+  const Verdict v = evaluate_gate(parse_gate("allreduce.busbw>=190"), a);
+  EXPECT_EQ(v.reason, "180 GB/s (allreduce 256 MiB float out-of-place) fails >=190");
+  const RunResult plain = read_result_file(golden_path("result.json"));
+  EXPECT_EQ(evaluate_gate(parse_gate("topo.h2d_gbs>=40"), plain).reason, "no topology in this run");
+  EXPECT_EQ(evaluate_gate(parse_gate("scale.efficiency>=0.9"), plain).reason, "no scaling ladder in this run");
+}
+
+TEST(Verdicts, ReferencesMatchDetectedHardwareOrSayNoReference) {
+  const RunResult a = read_result_file(golden_path("run_a.json"));
+  const Hardware hw = detect_hardware(*a.topology);
+  EXPECT_EQ(describe(hw), "8×NVIDIA H100 80GB HBM3, NVSwitch, 8×infiniband 400 Gb/s, PCIe Gen5 x16");
+  const std::vector<Verdict> refs = reference_verdicts(a, builtin_expectations());
+  ASSERT_EQ(refs.size(), 4U);
+  EXPECT_EQ(refs[0].level, Level::info);  // a one-node figure on a two-node run
+  EXPECT_EQ(refs[1].reason,
+            "node-pair bandwidth per NIC 47 GB/s is 102% of the ≈46-48 GB/s expected for InfiniBand NDR 400 Gb/s per "
+            "NIC");
+  for (const Verdict& v : refs) EXPECT_FALSE(v.source.empty());
+
+  // One node with its 8 GPUs: the all-reduce figure applies.
+  RunResult one = a;
+  one.run.nodes = 1;
+  one.run.ranks = 8;
+  for (SweepRecord& r : one.records)
+    if (r.timing) r.timing->busbw_gbs = 212;
+  const std::vector<Verdict> node = reference_verdicts(one, builtin_expectations());
+  EXPECT_EQ(node[0].level, Level::fail);
+  EXPECT_EQ(node[0].reason.rfind("all-reduce busbw 212 GB/s is 57% of the ≈370 GB/s expected for 8×H100 NVSwitch; "
+                                 "≈480 GB/s 8×H100 NVSwitch with NVLink SHARP",
+                                 0),
+            0U)
+      << node[0].reason;
+
+  const RunResult plain = read_result_file(golden_path("result.json"));
+  const std::vector<Verdict> none = reference_verdicts(plain, builtin_expectations());
+  ASSERT_EQ(none.size(), 1U);
+  EXPECT_EQ(none[0].reason, "no reference (no GPU/NIC topology in this run)");
+  RunResult unknown = a;
+  for (NodeTopology& n : unknown.topology->nodes) {
+    n.gpus.clear();
+    n.nics.clear();
+  }
+  EXPECT_EQ(reference_verdicts(unknown, builtin_expectations())[0].reason,
+            "no reference for no GPU, no active RDMA NIC");
+}
+
+Report fixture_report(const ReportConfig& config, const std::vector<std::string>& names) {
+  std::vector<ReportRun> runs;
+  for (const std::string& n : names) runs.push_back({n, read_result_file(golden_path(n)), {}, Level::ok, {}});
+  return build_report(std::move(runs), config, builtin_expectations());
+}
+
+TEST(Report, ComparisonAggregatesRunsOfOneCluster) {
+  const Report r = fixture_report({}, {"run_a.json", "run_a2.json", "run_b.json"});
+  ASSERT_EQ(r.groups.size(), 2U);
+  EXPECT_EQ(r.groups[0].runs, (std::vector<std::size_t>{0, 1}));
+  ASSERT_FALSE(r.compare.empty());
+  const CompareRow& row = r.compare.front();
+  ASSERT_TRUE(row.busbw[0] && row.busbw[1]);
+  EXPECT_EQ(row.busbw[0]->runs, 2);
+  EXPECT_GT(row.busbw[0]->sd, 0);
+  EXPECT_NEAR(row.busbw[1]->mean / row.busbw[0]->mean, 0.8 / 0.98, 1e-9);
+  EXPECT_EQ(r.level, Level::warn);  // the slow link and the anomaly in B
+  EXPECT_EQ(r.exit_code, 0);
+  std::ostringstream text, csv, html;
+  write_report_text(r, text);
+  write_report_csv(r, csv);
+  write_report_html(r, html);
+  expect_golden("report_compare.txt", text.str());
+  expect_golden("report_compare.csv", csv.str());
+}
+
+TEST(Report, GatingAndExitCodes) {
+  ReportConfig c;
+  c.fail_on_warn = true;
+  EXPECT_EQ(fixture_report(c, {"run_b.json"}).exit_code, 1);
+  EXPECT_EQ(fixture_report(c, {"run_a.json"}).exit_code, 0);
+  c.expect_reference = true;
+  EXPECT_EQ(fixture_report(c, {"run_b.json"}).exit_code, 3);  // per-NIC bandwidth 57% of NDR
+  ReportConfig g;
+  g.expects = {"allreduce.busbw>=350"};
+  EXPECT_EQ(fixture_report(g, {"run_a.json"}).exit_code, 3);
+  g.expects = {"allreduce.busbw>=150"};
+  EXPECT_EQ(fixture_report(g, {"run_a.json"}).exit_code, 0);
+}
+
+TEST(Report, CostOfTheRunAndOfTraining) {
+  const RunResult a = read_result_file(golden_path("run_a.json"));
+  const auto cost = cost_of(a, {});
+  ASSERT_TRUE(cost && cost->run_cost);
+  EXPECT_NEAR(*cost->run_cost, 95.5 / 3600 * 16 * 2.5, 1e-12);
+  ASSERT_EQ(cost->training.size(), 2U);
+  EXPECT_NEAR(cost->training[1].per_1000_steps, a.scaling->projection[1].step_ms * 1000 / 3.6e6 * 16 * 2.5, 1e-12);
+  const auto by_node = cost_of(a, PriceInfo{std::nullopt, 20.0});
+  EXPECT_NEAR(*by_node->run_cost, 95.5 / 3600 * 2 * 20.0, 1e-12);
+  RunResult unpriced = a;
+  unpriced.run.cost.reset();
+  EXPECT_FALSE(cost_of(unpriced, {}).has_value());
+}
+
+// The HTML's structure: element names with their ids and classes, text and
+// numbers left out, so the golden file pins the page's shape.
+std::string outline(const std::string& html) {
+  const std::regex tag(R"(<([a-zA-Z][a-zA-Z0-9]*)([^>]*)>)");
+  const std::regex id(R"re(\bid="([^"]*)")re");
+  const std::regex cls(R"re(\bclass="([^"]*)")re");
+  std::map<std::string, int> counts;
+  std::string out;
+  std::string last;
+  for (auto it = std::sregex_iterator(html.begin(), html.end(), tag); it != std::sregex_iterator(); ++it) {
+    const std::string name = (*it)[1];
+    const std::string attrs = (*it)[2];
+    if (name == "line" || name == "circle" || name == "text" || name == "rect" || name == "td" || name == "tr" ||
+        name == "title" || name == "th" || name == "span" || name == "div" || name == "b" || name == "li") {
+      ++counts[name];
+      continue;
+    }
+    std::smatch m;
+    std::string line = name;
+    if (std::regex_search(attrs, m, id)) line += "#" + m[1].str();
+    if (std::regex_search(attrs, m, cls)) line += "." + m[1].str();
+    out += line + "\n";
+  }
+  for (const auto& [name, n] : counts) out += name + " x" + std::to_string(n) + "\n";
+  return out;
+}
+
+TEST(Report, HtmlIsSelfContainedWithItsCharts) {
+  const Report r = fixture_report({}, {"run_a.json", "run_a2.json", "run_b.json"});
+  std::ostringstream html;
+  write_report_html(r, html);
+  const std::string page = html.str();
+  for (const char* forbidden : {"<script", "<link", "@import", "url(", "<img", "src=", "href="})
+    EXPECT_EQ(page.find(forbidden), std::string::npos) << forbidden;
+  for (const char* present : {"id=\"verdict\"", "busbw-chart", "ladder-chart", "class=\"chart heatmap\"",
+                              "cell finding", "id=\"topology-0\"", "id=\"cost\"", "id=\"comparison\""})
+    EXPECT_NE(page.find(present), std::string::npos) << present;
+  expect_golden("report_outline.txt", outline(page));
+}
+
+TEST(Report, HtmlEscapesText) {
+  RunResult r = read_result_file(golden_path("result.json"));
+  r.run.hostnames = {"<b>&\"'", "x"};
+  std::vector<ReportRun> runs{{"a<b>.json", r, {}, Level::ok, {}}};
+  std::ostringstream html;
+  write_report_html(build_report(std::move(runs), {}, builtin_expectations()), html);
+  EXPECT_EQ(html.str().find("<b>&"), std::string::npos);
+  EXPECT_NE(html.str().find("a&lt;b&gt;.json"), std::string::npos);
+}
+
+TEST(Report, SingleRunTablesAndCsv) {
+  const Report r = fixture_report({}, {"result.json"});
+  std::ostringstream text, csv;
+  write_report_text(r, text);
+  write_report_csv(r, csv);
+  expect_golden("report_single.txt", text.str());
+  EXPECT_EQ(csv.str(), slurp(golden_path("result.csv")));  // the same CSV `run --csv` writes
+}
+
+}  // namespace
+}  // namespace fabricbench
