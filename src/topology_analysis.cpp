@@ -278,4 +278,30 @@ ClusterTopology analyze_cluster(std::vector<NodeTopology> nodes) {
   return cluster;
 }
 
+std::optional<double> network_gbit(const NodeTopology& node) {
+  double rdma = 0;
+  double ethernet = 0;
+  for (const NicInfo& nic : node.nics) {
+    if (nic.kind == "infiniband" || nic.kind == "roce") {
+      for (const NicPort& port : nic.ports)
+        if (port.rate_gbps && port.state && *port.state == "ACTIVE") rdma += *port.rate_gbps;
+    } else if (nic.kind == "ethernet" && nic.speed_gbps && nic.operstate && *nic.operstate == "up") {
+      ethernet += *nic.speed_gbps;
+    }
+  }
+  if (rdma > 0) return rdma;
+  if (ethernet > 0) return ethernet;
+  return std::nullopt;
+}
+
+std::optional<double> network_gbit_per_node(const ClusterTopology& cluster) {
+  std::optional<double> lowest;
+  for (const NodeTopology& node : cluster.nodes) {
+    const std::optional<double> rate = network_gbit(node);
+    if (!rate) return std::nullopt;
+    if (!lowest || *rate < *lowest) lowest = rate;
+  }
+  return lowest;
+}
+
 }  // namespace fabricbench

@@ -28,6 +28,15 @@ ClusterTopology analyze_cluster(std::vector<NodeTopology> nodes);
 // The one-line configuration of a node, as the grouping compares it.
 std::string node_signature(const NodeTopology& node);
 
+// The network line rate of one node in Gb/s: the sum of its active RDMA ports
+// (InfiniBand or RoCE) when it has any, else of its Ethernet interfaces that
+// are up; nullopt when no rate is known.
+std::optional<double> network_gbit(const NodeTopology& node);
+
+// The smallest network_gbit over the nodes (what a collective across all of
+// them can count on); nullopt when any node's rate is unknown.
+std::optional<double> network_gbit_per_node(const ClusterTopology& cluster);
+
 // "GPU 3 (0000:5d:00.0)": the index when known, else the position.
 std::string gpu_label(const GpuInfo& gpu, std::size_t position);
 

@@ -432,3 +432,23 @@ TEST(TopologyProbe, SystemSourceNeverThrows) {
 
 }  // namespace
 }  // namespace fabricbench
+
+namespace fabricbench {
+namespace {
+
+TEST(TopologyNetworkRate, ActiveRdmaPortsOrEthernetOrUnknown) {
+  const TempDir dir;
+  // 8 x 400 Gb/s InfiniBand; the 2 Ethernet ports do not count next to RDMA.
+  EXPECT_EQ(network_gbit(probe_fixture(dir, "dgx", "dgx")), 3200.0);
+  EXPECT_EQ(network_gbit(probe_fixture(dir, "dgx-slow-port", "slow")), 3000.0);
+  EXPECT_EQ(network_gbit(probe_fixture(dir, "dgx-port-down", "down")), 2800.0);
+  // virtio does not report a speed: no rate, never a guess.
+  EXPECT_FALSE(network_gbit(probe_fixture(dir, "cloud-vm", "vm")));
+  const ClusterTopology two = analyze_cluster({probe_fixture(dir, "dgx", "a"), probe_fixture(dir, "dgx-slow-port", "b")});
+  EXPECT_EQ(network_gbit_per_node(two), 3000.0);
+  const ClusterTopology mixed = analyze_cluster({probe_fixture(dir, "dgx", "c"), probe_fixture(dir, "cloud-vm", "d")});
+  EXPECT_FALSE(network_gbit_per_node(mixed));
+}
+
+}  // namespace
+}  // namespace fabricbench
