@@ -93,14 +93,30 @@ pv::Params params(const PatternLaunch& l) {
 template <typename F>
 cudaError_t by_type(DType dtype, F&& f) {
   switch (dtype) {
-    case DType::int8: f(static_cast<std::int8_t*>(nullptr)); break;
-    case DType::uint8: f(static_cast<std::uint8_t*>(nullptr)); break;
-    case DType::int32: f(static_cast<std::int32_t*>(nullptr)); break;
-    case DType::int64: f(static_cast<std::int64_t*>(nullptr)); break;
-    case DType::half: f(static_cast<__half*>(nullptr)); break;
-    case DType::bfloat16: f(static_cast<__nv_bfloat16*>(nullptr)); break;
-    case DType::float32: f(static_cast<float*>(nullptr)); break;
-    case DType::float64: f(static_cast<double*>(nullptr)); break;
+    case DType::int8:
+      f(static_cast<std::int8_t*>(nullptr));
+      break;
+    case DType::uint8:
+      f(static_cast<std::uint8_t*>(nullptr));
+      break;
+    case DType::int32:
+      f(static_cast<std::int32_t*>(nullptr));
+      break;
+    case DType::int64:
+      f(static_cast<std::int64_t*>(nullptr));
+      break;
+    case DType::half:
+      f(static_cast<__half*>(nullptr));
+      break;
+    case DType::bfloat16:
+      f(static_cast<__nv_bfloat16*>(nullptr));
+      break;
+    case DType::float32:
+      f(static_cast<float*>(nullptr));
+      break;
+    case DType::float64:
+      f(static_cast<double*>(nullptr));
+      break;
   }
   return cudaGetLastError();
 }

@@ -31,13 +31,9 @@ struct Params {
   std::size_t recv = 0;   // Counts::recv
 };
 
-FB_HD inline bool signed_type(DType d) {
-  return !(d == DType::uint8);
-}
+FB_HD inline bool signed_type(DType d) { return !(d == DType::uint8); }
 
-FB_HD inline bool reducing(Op op) {
-  return op == Op::allreduce || op == Op::reducescatter || op == Op::reduce;
-}
+FB_HD inline bool reducing(Op op) { return op == Op::allreduce || op == Op::reducescatter || op == Op::reduce; }
 
 FB_HD inline bool floating(DType d) {
   return d == DType::half || d == DType::bfloat16 || d == DType::float32 || d == DType::float64;
@@ -45,14 +41,22 @@ FB_HD inline bool floating(DType d) {
 
 FB_HD inline std::int64_t exact_cap(DType d) {
   switch (d) {
-    case DType::int8: return 127;
-    case DType::uint8: return 255;
-    case DType::half: return 2048;
-    case DType::bfloat16: return 256;
-    case DType::float32: return std::int64_t{1} << 24;
-    case DType::float64: return std::int64_t{1} << 53;
-    case DType::int32: return 2147483647;
-    case DType::int64: return std::int64_t{1} << 62;
+    case DType::int8:
+      return 127;
+    case DType::uint8:
+      return 255;
+    case DType::half:
+      return 2048;
+    case DType::bfloat16:
+      return 256;
+    case DType::float32:
+      return std::int64_t{1} << 24;
+    case DType::float64:
+      return std::int64_t{1} << 53;
+    case DType::int32:
+      return 2147483647;
+    case DType::int64:
+      return std::int64_t{1} << 62;
   }
   return 127;
 }
@@ -138,31 +142,32 @@ FB_HD inline std::size_t output_elements(const Params& p) {
 FB_HD inline std::int64_t expected(const Params& p, std::size_t i) {
   switch (p.op) {
     case Op::allreduce:
-    case Op::reduce: return reduced(p.redop, p.dtype, p.nranks, i);
+    case Op::reduce:
+      return reduced(p.redop, p.dtype, p.nranks, i);
     case Op::reducescatter:
       return reduced(p.redop, p.dtype, p.nranks, static_cast<std::size_t>(p.rank) * p.param + i);
     case Op::allgather:
       return input(p.op, p.redop, p.dtype, static_cast<int>(i / p.param), p.nranks, i % p.param);
-    case Op::broadcast: return input(p.op, p.redop, p.dtype, p.root, p.nranks, i);
+    case Op::broadcast:
+      return input(p.op, p.redop, p.dtype, p.root, p.nranks, i);
     case Op::alltoall:
       return input(p.op, p.redop, p.dtype, static_cast<int>(i / p.param), p.nranks,
                    static_cast<std::size_t>(p.rank) * p.param + i % p.param);
-    case Op::sendrecv: return input(p.op, p.redop, p.dtype, (p.rank - 1 + p.nranks) % p.nranks, p.nranks, i);
+    case Op::sendrecv:
+      return input(p.op, p.redop, p.dtype, (p.rank - 1 + p.nranks) % p.nranks, p.nranks, i);
   }
   return 0;
 }
 
 // A floating average is NCCL's pre-multiplied sum: exact only within a few
 // ulps per rank (the same bound as pattern::count_wrong).
-FB_HD inline bool approximate(const Params& p) {
-  return reducing(p.op) && p.redop == RedOp::avg && floating(p.dtype);
-}
+FB_HD inline bool approximate(const Params& p) { return reducing(p.op) && p.redop == RedOp::avg && floating(p.dtype); }
 
 FB_HD inline double tolerance(const Params& p) {
   if (!approximate(p)) return 0.0;
-  double eps = 2.220446049250313e-16;  // 2^-52
-  if (p.dtype == DType::half) eps = 9.765625e-04;          // 2^-10
-  if (p.dtype == DType::bfloat16) eps = 7.8125e-03;        // 2^-7
+  double eps = 2.220446049250313e-16;                           // 2^-52
+  if (p.dtype == DType::half) eps = 9.765625e-04;               // 2^-10
+  if (p.dtype == DType::bfloat16) eps = 7.8125e-03;             // 2^-7
   if (p.dtype == DType::float32) eps = 1.1920928955078125e-07;  // 2^-23
   return eps * 4.0 * static_cast<double>(p.nranks) * 4.0;
 }

@@ -274,8 +274,9 @@ int launcher_rank() {
 
 std::unique_ptr<Transport> make_transport(TransportChoice choice, const Comm& comm) {
   if (choice == TransportChoice::nccl)
-    throw UsageError("--transport nccl: this build has no NCCL transport (built without CUDA and NCCL); "
-                     "use --transport mpi");
+    throw UsageError(
+        "--transport nccl: this build has no NCCL transport (built without CUDA and NCCL); "
+        "use --transport mpi");
 #if FABRICBENCH_HAVE_MPI
   return std::make_unique<MpiTransport>(comm);
 #else

@@ -23,9 +23,8 @@ ToolInfo tool_info() {
 #if FABRICBENCH_HAVE_MPI
   info.transports.emplace_back("mpi");
 #if defined(OMPI_MAJOR_VERSION)
-  info.libraries["mpi_built"] =
-      fmt::format("Open MPI {}.{}.{} (MPI {}.{})", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION, OMPI_RELEASE_VERSION,
-                  MPI_VERSION, MPI_SUBVERSION);
+  info.libraries["mpi_built"] = fmt::format("Open MPI {}.{}.{} (MPI {}.{})", OMPI_MAJOR_VERSION, OMPI_MINOR_VERSION,
+                                            OMPI_RELEASE_VERSION, MPI_VERSION, MPI_SUBVERSION);
 #else
   info.libraries["mpi_built"] = fmt::format("MPI {}.{}", MPI_VERSION, MPI_SUBVERSION);
 #endif
@@ -41,7 +40,8 @@ ToolInfo tool_info() {
 std::string version_text() {
   const ToolInfo info = tool_info();
   std::string text = fmt::format("fabricbench {} (git {})\n", info.version, info.git);
-  text += fmt::format("transports: {}\n", info.transports.empty() ? "none" : fmt::format("{}", fmt::join(info.transports, ", ")));
+  text += fmt::format("transports: {}\n",
+                      info.transports.empty() ? "none" : fmt::format("{}", fmt::join(info.transports, ", ")));
   const auto lib = [&info](const char* key) {
     const auto it = info.libraries.find(key);
     return it == info.libraries.end() ? std::string("not built in") : it->second;

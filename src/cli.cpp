@@ -4,9 +4,9 @@
 #include <optional>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
 #include "fabricbench/error.hpp"
 #include "fabricbench/sizes.hpp"
@@ -98,8 +98,9 @@ void add_sweep_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_option("--min-time-ms", o.min_time_ms, "Adaptive iterations: time to fill per size and placement  [20]");
   cmd.add_option("--min-iters", o.min_iters, "Adaptive iterations: lower bound  [5]");
   cmd.add_option("--max-iters", o.max_iters, "Adaptive iterations: upper bound  [10000]");
-  cmd.add_flag("--check,!--no-check", [&o](std::int64_t count) { o.no_check = count < 0; },
-               "Verify every result element (on by default; --no-check skips)");
+  cmd.add_flag(
+      "--check,!--no-check", [&o](std::int64_t count) { o.no_check = count < 0; },
+      "Verify every result element (on by default; --no-check skips)");
   cmd.add_option("--inplace", o.inplace, "Placements to measure: both | only | no  [both]");
   cmd.add_option("--json", o.json, "Write the results as JSON to FILE (rewritten after each op)");
   cmd.add_option("--csv", o.csv, "Write the results as CSV to FILE");
@@ -108,7 +109,8 @@ void add_sweep_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_flag("--allow-shared-gpu", o.allow_shared_gpu,
                "nccl: allow several ranks on one GPU (a functional check only: they measure each other)");
   cmd.add_flag("--graph", o.graph, "nccl: capture each timed batch in a CUDA graph");
-  cmd.add_option("--timeout", o.timeout_s, "Seconds any wait on the GPU or a peer may take before the run aborts  [300]");
+  cmd.add_option("--timeout", o.timeout_s,
+                 "Seconds any wait on the GPU or a peer may take before the run aborts  [300]");
 }
 
 void add_topology_options(CLI::App& cmd, RawOptions& o) {
@@ -170,7 +172,8 @@ void apply_decision_options(const RawOptions& o, ReportConfig& report) {
 // person did not give are set, so the profile can be narrowed further.
 void apply_profile(const CLI::App& cmd, RawOptions& o) {
   if (o.profile.empty()) return;
-  if (o.profile != "smoke") throw UsageError(fmt::format("--profile: unknown profile '{}' (choose from smoke)", o.profile));
+  if (o.profile != "smoke")
+    throw UsageError(fmt::format("--profile: unknown profile '{}' (choose from smoke)", o.profile));
   const auto unset = [&cmd](const char* flag) { return cmd.count(flag) == 0; };
   if (unset("--sizes") && unset("--min-bytes") && unset("--max-bytes") && unset("--step-factor")) {
     o.min_bytes = "16";
@@ -292,10 +295,14 @@ void apply_pair_options(const RawOptions& o, PairConfig& pairs) {
 RunConfig to_config(const RawOptions& o, Command command) {
   RunConfig c;
   c.command = command;
-  if (o.transport == "auto") c.transport = TransportChoice::automatic;
-  else if (o.transport == "nccl") c.transport = TransportChoice::nccl;
-  else if (o.transport == "mpi") c.transport = TransportChoice::mpi;
-  else throw UsageError(fmt::format("--transport: unknown transport '{}' (choose from auto, nccl, mpi)", o.transport));
+  if (o.transport == "auto")
+    c.transport = TransportChoice::automatic;
+  else if (o.transport == "nccl")
+    c.transport = TransportChoice::nccl;
+  else if (o.transport == "mpi")
+    c.transport = TransportChoice::mpi;
+  else
+    throw UsageError(fmt::format("--transport: unknown transport '{}' (choose from auto, nccl, mpi)", o.transport));
 
   if (!o.ops.empty()) c.ops = parse_list<Op>("--ops", o.ops, parse_op, all_ops(), "op");
   if (!o.dtypes.empty()) c.dtypes = parse_list<DType>("--dtype", o.dtypes, parse_dtype, all_dtypes(), "dtype");
@@ -319,10 +326,8 @@ RunConfig to_config(const RawOptions& o, Command command) {
     const std::string max_text = o.max_bytes.empty() ? default_max_bytes : o.max_bytes;
     const std::size_t lo = size_value("-b/--min-bytes", min_text);
     const std::size_t hi = size_value("-e/--max-bytes", max_text);
-    if (lo > hi)
-      throw UsageError(fmt::format("-b/--min-bytes {} is above -e/--max-bytes {}", min_text, max_text));
-    if (!(o.step_factor > 1.0))
-      throw UsageError(fmt::format("-f/--step-factor {} must be above 1", o.step_factor));
+    if (lo > hi) throw UsageError(fmt::format("-b/--min-bytes {} is above -e/--max-bytes {}", min_text, max_text));
+    if (!(o.step_factor > 1.0)) throw UsageError(fmt::format("-f/--step-factor {} must be above 1", o.step_factor));
     require_whole_elements("-b/--min-bytes", lo, c.dtypes);
     require_whole_elements("-e/--max-bytes", hi, c.dtypes);
     c.sizes = size_ladder(lo, hi, o.step_factor, widest_element(c.dtypes));
@@ -339,10 +344,14 @@ RunConfig to_config(const RawOptions& o, Command command) {
   c.iterations = {o.warmup, o.iters, o.min_time_ms, o.min_iters, o.max_iters};
   c.check = !o.no_check;
 
-  if (o.inplace == "both") c.inplace = InPlaceChoice::both;
-  else if (o.inplace == "only") c.inplace = InPlaceChoice::only;
-  else if (o.inplace == "no") c.inplace = InPlaceChoice::no;
-  else throw UsageError(fmt::format("--inplace: unknown choice '{}' (choose from both, only, no)", o.inplace));
+  if (o.inplace == "both")
+    c.inplace = InPlaceChoice::both;
+  else if (o.inplace == "only")
+    c.inplace = InPlaceChoice::only;
+  else if (o.inplace == "no")
+    c.inplace = InPlaceChoice::no;
+  else
+    throw UsageError(fmt::format("--inplace: unknown choice '{}' (choose from both, only, no)", o.inplace));
 
   c.json_path = o.json;
   c.csv_path = o.csv;
@@ -410,9 +419,9 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
 
   // No subcommand means `run`: options given without one belong to it.
   std::vector<std::string> argv = args;
-  const bool names_subcommand =
-      !argv.empty() && (argv[0] == "run" || argv[0] == "sweep" || argv[0] == "scale" || argv[0] == "p2p" || argv[0] == "topo" || argv[0] == "report" ||
-                        argv[0] == "version" || argv[0] == "-h" || argv[0] == "--help");
+  const bool names_subcommand = !argv.empty() && (argv[0] == "run" || argv[0] == "sweep" || argv[0] == "scale" ||
+                                                  argv[0] == "p2p" || argv[0] == "topo" || argv[0] == "report" ||
+                                                  argv[0] == "version" || argv[0] == "-h" || argv[0] == "--help");
   if (!names_subcommand) argv.insert(argv.begin(), "run");
 
   ParseOutcome outcome;
@@ -449,17 +458,23 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
     return outcome;
   }
   apply_profile(*run, run_options);
-  if (sweep->parsed()) outcome.config = to_config(sweep_options, Command::sweep);
-  else if (scale->parsed()) outcome.config = to_config(scale_options, Command::scale);
-  else if (p2p->parsed()) outcome.config = to_config(p2p_options, Command::p2p);
+  if (sweep->parsed())
+    outcome.config = to_config(sweep_options, Command::sweep);
+  else if (scale->parsed())
+    outcome.config = to_config(scale_options, Command::scale);
+  else if (p2p->parsed())
+    outcome.config = to_config(p2p_options, Command::p2p);
   else if (topo->parsed()) {
     outcome.config = to_config(topo_options, Command::topo);
     // The probe moves no collective data; the host transport only fills the record.
     outcome.config.transport = TransportChoice::mpi;
-  }
-  else outcome.config = to_config(run_options, Command::run);
-  const RawOptions& chosen = sweep->parsed() ? sweep_options : scale->parsed() ? scale_options : p2p->parsed() ? p2p_options
-                             : topo->parsed() ? topo_options : run_options;
+  } else
+    outcome.config = to_config(run_options, Command::run);
+  const RawOptions& chosen = sweep->parsed()   ? sweep_options
+                             : scale->parsed() ? scale_options
+                             : p2p->parsed()   ? p2p_options
+                             : topo->parsed()  ? topo_options
+                                               : run_options;
   apply_decision_options(chosen, outcome.config.report);
   for (const std::string& e : outcome.config.report.expects) (void)parse_gate(e);
   outcome.config.command_line = args;

@@ -34,8 +34,8 @@ void local_allreduce(GroupBackend& group, std::span<T> values, const std::functi
   std::vector<T> other(values.size());
   for (std::size_t r = 0; r < all.size(); ++r) {
     if (all[r].size() != values.size_bytes())
-      throw SystemError(fmt::format("allreduce: rank {} contributed {} bytes, this rank {}", r, all[r].size(),
-                                    values.size_bytes()));
+      throw SystemError(
+          fmt::format("allreduce: rank {} contributed {} bytes, this rank {}", r, all[r].size(), values.size_bytes()));
     std::memcpy(other.data(), all[r].data(), values.size_bytes());
     for (std::size_t i = 0; i < values.size(); ++i) values[i] = r == 0 ? other[i] : combine(values[i], other[i]);
   }
@@ -89,11 +89,17 @@ namespace {
 template <typename T>
 MPI_Datatype mpi_type();
 template <>
-MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
+MPI_Datatype mpi_type<double>() {
+  return MPI_DOUBLE;
+}
 template <>
-MPI_Datatype mpi_type<std::uint64_t>() { return MPI_UINT64_T; }
+MPI_Datatype mpi_type<std::uint64_t>() {
+  return MPI_UINT64_T;
+}
 template <>
-MPI_Datatype mpi_type<std::int64_t>() { return MPI_INT64_T; }
+MPI_Datatype mpi_type<std::int64_t>() {
+  return MPI_INT64_T;
+}
 
 template <typename T>
 void allreduce(MPI_Comm comm, std::span<T> values, MPI_Op op) {
@@ -112,9 +118,9 @@ void throw_mpi_error(int code, const char* call, const char* file, int line) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   char host[256] = {};
   gethostname(host, sizeof(host) - 1);
-  throw SystemError(describe_failure(call, file, line,
-                                     fmt::format("{} (host {}, rank {})", std::string(text, static_cast<std::size_t>(length)),
-                                                 host, rank)));
+  throw SystemError(describe_failure(
+      call, file, line,
+      fmt::format("{} (host {}, rank {})", std::string(text, static_cast<std::size_t>(length)), host, rank)));
 }
 
 Comm Comm::world() { return Comm(std::make_unique<Impl>(Impl{MPI_COMM_WORLD, false, nullptr, 0})); }
@@ -160,21 +166,25 @@ void Comm::allreduce_sum(std::span<double> values) const {
   allreduce(impl_->comm, values, MPI_SUM);
 }
 void Comm::allreduce_min(std::span<double> values) const {
-  if (impl_->local) return local_allreduce<double>(*impl_->local, values, [](double a, double b) { return std::min(a, b); });
+  if (impl_->local)
+    return local_allreduce<double>(*impl_->local, values, [](double a, double b) { return std::min(a, b); });
   allreduce(impl_->comm, values, MPI_MIN);
 }
 void Comm::allreduce_max(std::span<double> values) const {
-  if (impl_->local) return local_allreduce<double>(*impl_->local, values, [](double a, double b) { return std::max(a, b); });
+  if (impl_->local)
+    return local_allreduce<double>(*impl_->local, values, [](double a, double b) { return std::max(a, b); });
   allreduce(impl_->comm, values, MPI_MAX);
 }
 void Comm::allreduce_sum(std::span<std::uint64_t> values) const {
   if (impl_->local)
-    return local_allreduce<std::uint64_t>(*impl_->local, values, [](std::uint64_t a, std::uint64_t b) { return a + b; });
+    return local_allreduce<std::uint64_t>(*impl_->local, values,
+                                          [](std::uint64_t a, std::uint64_t b) { return a + b; });
   allreduce(impl_->comm, values, MPI_SUM);
 }
 void Comm::allreduce_max(std::span<std::int64_t> values) const {
   if (impl_->local)
-    return local_allreduce<std::int64_t>(*impl_->local, values, [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
+    return local_allreduce<std::int64_t>(*impl_->local, values,
+                                         [](std::int64_t a, std::int64_t b) { return std::max(a, b); });
   allreduce(impl_->comm, values, MPI_MAX);
 }
 
@@ -191,8 +201,8 @@ std::vector<std::string> Comm::allgather(const std::string& mine) const {
     total += lengths[i];
   }
   std::string all(static_cast<std::size_t>(total), '\0');
-  FB_MPI_CHECK(MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR,
-                              impl_->comm));
+  FB_MPI_CHECK(
+      MPI_Allgatherv(mine.data(), length, MPI_CHAR, all.data(), lengths.data(), offsets.data(), MPI_CHAR, impl_->comm));
   std::vector<std::string> out;
   out.reserve(lengths.size());
   for (std::size_t i = 0; i < lengths.size(); ++i)

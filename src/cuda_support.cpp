@@ -19,7 +19,9 @@ std::string where() {
                                 : fmt::format("host {}, rank {}", this_hostname(), current_error_rank);
 }
 
-std::string cuda_text(cudaError_t code) { return fmt::format("{}: {}", cudaGetErrorName(code), cudaGetErrorString(code)); }
+std::string cuda_text(cudaError_t code) {
+  return fmt::format("{}: {}", cudaGetErrorName(code), cudaGetErrorString(code));
+}
 
 std::string version_text(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
@@ -237,13 +239,16 @@ namespace {
 // so a long wait does not burn a core.
 void back_off(int& polls) {
   ++polls;
-  if (polls < 100) std::this_thread::yield();
-  else std::this_thread::sleep_for(std::chrono::microseconds(polls < 1000 ? 20 : 500));
+  if (polls < 100)
+    std::this_thread::yield();
+  else
+    std::this_thread::sleep_for(std::chrono::microseconds(polls < 1000 ? 20 : 500));
 }
 
 [[noreturn]] void expire(NcclComm& comm, const std::string& what, const char* waiting_for) {
   comm.abort();
-  throw TimeoutError(fmt::format("timed out waiting for {} ({}); the NCCL communicator was aborted", what, waiting_for));
+  throw TimeoutError(
+      fmt::format("timed out waiting for {} ({}); the NCCL communicator was aborted", what, waiting_for));
 }
 
 void check_async(NcclComm& comm, const std::string& what) {
@@ -251,7 +256,8 @@ void check_async(NcclComm& comm, const std::string& what) {
   FB_NCCL_CHECK(ncclCommGetAsyncError(comm.get(), &state));
   if (state != ncclSuccess && state != ncclInProgress) {
     comm.abort();
-    throw SystemError(fmt::format("NCCL reported an asynchronous error during {}: {}", what, ncclGetErrorString(state)));
+    throw SystemError(
+        fmt::format("NCCL reported an asynchronous error during {}: {}", what, ncclGetErrorString(state)));
   }
 }
 }  // namespace

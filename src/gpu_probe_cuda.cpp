@@ -246,7 +246,8 @@ class PinnedBuffer {
 class StreamAndEvents {
  public:
   explicit StreamAndEvents(int device) {
-    ok_ = cudaSetDevice(device) == cudaSuccess && cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
+    ok_ = cudaSetDevice(device) == cudaSuccess &&
+          cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
           cudaEventCreate(&start_) == cudaSuccess && cudaEventCreate(&stop_) == cudaSuccess;
   }
   StreamAndEvents(const StreamAndEvents&) = delete;
@@ -289,7 +290,8 @@ std::optional<double> time_copy(int device, const std::string& what, Enqueue enq
     while (rc == cudaSuccess) {
       const cudaError_t q = cudaEventQuery(s.stop_);
       if (q == cudaSuccess) break;
-      if (q != cudaErrorNotReady) rc = q;
+      if (q != cudaErrorNotReady)
+        rc = q;
       else if (std::chrono::steady_clock::now() > deadline) {
         notes.push_back(fmt::format("{}: the copy did not finish within {} s", what, copy_timeout.count()));
         return std::nullopt;
@@ -340,8 +342,7 @@ class SystemGpuSource final : public GpuInfoSource {
         gpu.name = prop.name;
         gpu.memory_bytes = prop.totalGlobalMem;
         gpu.sm_count = prop.multiProcessorCount;
-        gpu.pci_bus_id =
-            fmt::format("{:04x}:{:02x}:{:02x}.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
+        gpu.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
         std::string uuid = "GPU-";
         for (std::size_t i = 0; i < 16; ++i) {
           if (i == 4 || i == 6 || i == 8 || i == 10) uuid += '-';
@@ -401,16 +402,19 @@ class SystemGpuSource final : public GpuInfoSource {
       }
       void* pinned = host.get();
       if (pinned != nullptr) {
-        out.h2d_gbs[i] = time_copy(d, fmt::format("GPU {} host-to-device", d), [&](cudaStream_t s) {
-          return cudaMemcpyAsync(src, pinned, copy_bytes, cudaMemcpyHostToDevice, s);
-        }, out.notes);
-        out.d2h_gbs[i] = time_copy(d, fmt::format("GPU {} device-to-host", d), [&](cudaStream_t s) {
-          return cudaMemcpyAsync(pinned, src, copy_bytes, cudaMemcpyDeviceToHost, s);
-        }, out.notes);
+        out.h2d_gbs[i] = time_copy(
+            d, fmt::format("GPU {} host-to-device", d),
+            [&](cudaStream_t s) { return cudaMemcpyAsync(src, pinned, copy_bytes, cudaMemcpyHostToDevice, s); },
+            out.notes);
+        out.d2h_gbs[i] = time_copy(
+            d, fmt::format("GPU {} device-to-host", d),
+            [&](cudaStream_t s) { return cudaMemcpyAsync(pinned, src, copy_bytes, cudaMemcpyDeviceToHost, s); },
+            out.notes);
       }
-      out.local_copy_gbs[i] = time_copy(d, fmt::format("GPU {} device-local", d), [&](cudaStream_t s) {
-        return cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s);
-      }, out.notes);
+      out.local_copy_gbs[i] = time_copy(
+          d, fmt::format("GPU {} device-local", d),
+          [&](cudaStream_t s) { return cudaMemcpyAsync(dst, src, copy_bytes, cudaMemcpyDeviceToDevice, s); },
+          out.notes);
     }
     for (int i = 0; i < devices_; ++i) {
       for (int j = 0; j < devices_; ++j) {
@@ -423,10 +427,9 @@ class SystemGpuSource final : public GpuInfoSource {
           // Already enabled is fine; the copy works either way.
           if (cudaDeviceEnablePeerAccess(j, 0) != cudaSuccess) (void)cudaGetLastError();
         }
-        out.d2d_gbs[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] =
-            time_copy(i, fmt::format("GPU {} to GPU {}", i, j), [&](cudaStream_t s) {
-              return cudaMemcpyPeerAsync(dst, j, src, i, copy_bytes, s);
-            }, out.notes);
+        out.d2d_gbs[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = time_copy(
+            i, fmt::format("GPU {} to GPU {}", i, j),
+            [&](cudaStream_t s) { return cudaMemcpyPeerAsync(dst, j, src, i, copy_bytes, s); }, out.notes);
       }
     }
     return out;

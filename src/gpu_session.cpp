@@ -50,9 +50,9 @@ std::unique_ptr<Transport> start_nccl(const RunConfig& config, const Comm& world
   // describe the process, not them.
   if (config.gpu.gpus == 0) in.getenv = process_getenv;
   const DeviceSelection chosen = select_device(in);
-  agree_on_error(world, chosen.error.empty() ? std::string()
-                                             : fmt::format("{} (rank {} on {})", chosen.error, world.rank(),
-                                                           this_hostname()));
+  agree_on_error(world, chosen.error.empty()
+                            ? std::string()
+                            : fmt::format("{} (rank {} on {})", chosen.error, world.rank(), this_hostname()));
   // Sharing is decided by UUID: launchers may give each rank its own device
   // 0. NCCL itself refuses one GPU twice in a communicator unless the ranks
   // claim distinct hosts (NCCL_HOSTID), which is the functional check mode.
@@ -68,10 +68,10 @@ std::unique_ptr<Transport> start_nccl(const RunConfig& config, const Comm& world
     for (std::size_t r = 0; r < all.size(); ++r)
       for (std::size_t q = r + 1; q < all.size(); ++q)
         if (all[r] == all[q] && error.empty())
-          error = fmt::format("ranks {} and {} on {} drive the same GPU ({}): run one rank per GPU, or pass "
-                              "--allow-shared-gpu (a functional check only; ranks sharing a GPU measure each other)",
-                              r, q, layout.hostnames.at(static_cast<std::size_t>(layout.node)),
-                              all[r].substr(all[r].find('|') + 1));
+          error = fmt::format(
+              "ranks {} and {} on {} drive the same GPU ({}): run one rank per GPU, or pass "
+              "--allow-shared-gpu (a functional check only; ranks sharing a GPU measure each other)",
+              r, q, layout.hostnames.at(static_cast<std::size_t>(layout.node)), all[r].substr(all[r].find('|') + 1));
   }
   agree_on_error(world, error);
   NcclOptions options;
@@ -115,9 +115,9 @@ GpuRecord gather_gpu_record(const Transport& transport, const Comm& world) {
   const auto* nccl = dynamic_cast<const NcclTransport*>(&transport);
   if (nccl == nullptr) return record;
   const GpuDescription& g = nccl->gpu();
-  record.devices = world.allgather(fmt::format("rank {}: {} GPU {} {} {} {} (compute {}.{})", world.rank(),
-                                               this_hostname(), g.index, g.name, g.pci_bus_id, g.uuid, g.cc_major,
-                                               g.cc_minor));
+  record.devices =
+      world.allgather(fmt::format("rank {}: {} GPU {} {} {} {} (compute {}.{})", world.rank(), this_hostname(), g.index,
+                                  g.name, g.pci_bus_id, g.uuid, g.cc_major, g.cc_minor));
   record.libraries["cuda_driver"] = cuda_driver_version();
   record.libraries["cuda_runtime"] = cuda_runtime_version();
   record.libraries["nccl_runtime"] = nccl_runtime_version();
@@ -170,8 +170,7 @@ int run_local_group(const RunConfig& config, const std::function<int(const Comm&
   std::vector<int> codes(members.size(), exit_ok);
   std::vector<std::thread> threads;
   threads.reserve(members.size());
-  for (std::size_t r = 0; r < members.size(); ++r)
-    threads.emplace_back([&, r] { codes[r] = guarded(members[r]); });
+  for (std::size_t r = 0; r < members.size(); ++r) threads.emplace_back([&, r] { codes[r] = guarded(members[r]); });
   for (std::thread& t : threads) t.join();
   // A usage error is everyone's; otherwise the worst code.
   if (codes.front() == exit_usage) return exit_usage;

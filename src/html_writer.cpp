@@ -23,35 +23,52 @@ std::string esc(std::string_view text) {
   out.reserve(text.size());
   for (const char c : text) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      case '\'': out += "&#39;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
 }
 
 const char* palette(std::size_t i) {
-  static const char* colors[] = {"#1f6fb4", "#d9731a", "#2e9a48", "#c23b3b", "#7d5ab5", "#8a5a44", "#c4569c", "#6b6b6b"};
+  static const char* colors[] = {"#1f6fb4", "#d9731a", "#2e9a48", "#c23b3b",
+                                 "#7d5ab5", "#8a5a44", "#c4569c", "#6b6b6b"};
   return colors[i % 8];
 }
 
 std::string level_class(Level l) {
   switch (l) {
-    case Level::ok: return "ok";
-    case Level::warn: return "warn";
-    case Level::fail: return "fail";
-    case Level::info: return "info";
+    case Level::ok:
+      return "ok";
+    case Level::warn:
+      return "warn";
+    case Level::fail:
+      return "fail";
+    case Level::info:
+      return "info";
   }
   return "info";
 }
 
 std::string num(double v) { return fmt::format("{:.4g}", v); }
 
-constexpr const char* style = R"(body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1100px}
+constexpr const char* style =
+    R"(body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1100px}
 h1{font-size:22px}h2{font-size:18px;border-bottom:1px solid #ccc;padding-bottom:4px;margin-top:32px}h3{font-size:15px}
 table{border-collapse:collapse;margin:8px 0;font-size:13px}th,td{border:1px solid #ccc;padding:3px 8px;text-align:right}
 th{background:#f2f2f2}td.l,th.l{text-align:left}.verdict{border:2px solid;border-radius:6px;padding:8px 14px;margin:12px 0}
@@ -80,8 +97,10 @@ void busbw_chart(const Report& report, Op op, std::ostream& out) {
         if (r.op == op && r.timing && r.bytes > 0 && (r.placement == Placement::out_of_place || !has_oop))
           by_size[r.bytes].push_back(r.timing->busbw_gbs);
     Series s;
-    s.label = report.groups.size() > 1 ? report.groups[g].label + ": " + report.groups[g].cluster : report.groups[g].cluster;
-    for (const auto& [bytes, values] : by_size) s.points.emplace_back(static_cast<double>(bytes), spread_of(values).mean);
+    s.label =
+        report.groups.size() > 1 ? report.groups[g].label + ": " + report.groups[g].cluster : report.groups[g].cluster;
+    for (const auto& [bytes, values] : by_size)
+      s.points.emplace_back(static_cast<double>(bytes), spread_of(values).mean);
     if (!s.points.empty()) series.push_back(std::move(s));
   }
   if (series.empty()) return;
@@ -97,43 +116,49 @@ void busbw_chart(const Report& report, Op op, std::ostream& out) {
   const int W = 640, H = 300, L = 60, R = 20, T = 20, B = 50;
   const auto px = [&](double x) { return L + (std::log2(x) - lx0) / (lx1 - lx0) * (W - L - R); };
   const auto py = [&](double y) { return H - B - y / (ymax * 1.1) * (H - T - B); };
-  out << fmt::format("<figure class=\"chart busbw-chart\" id=\"busbw-{}\"><svg xmlns=\"http://www.w3.org/2000/svg\" "
-                     "width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{} busbw against "
-                     "message size\">\n",
-                     name(op), W, H + 18 * static_cast<int>(series.size()), W, H + 18 * static_cast<int>(series.size()),
-                     name(op));
+  out << fmt::format(
+      "<figure class=\"chart busbw-chart\" id=\"busbw-{}\"><svg xmlns=\"http://www.w3.org/2000/svg\" "
+      "width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{} busbw against "
+      "message size\">\n",
+      name(op), W, H + 18 * static_cast<int>(series.size()), W, H + 18 * static_cast<int>(series.size()), name(op));
   out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
                      W - L - R, H - T - B);
   const int step = static_cast<int>(std::ceil((lx1 - lx0) / 10));
   for (double e = lx0; e <= lx1; e += step) {
     const double x = px(std::exp2(e));
-    out << fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e4e4e4\"/>"
-                       "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"10\" text-anchor=\"middle\">{4}</text>\n",
-                       x, T, H - B, H - B + 14, esc(format_size(static_cast<std::size_t>(std::exp2(e)))));
+    out << fmt::format(
+        "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e4e4e4\"/>"
+        "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"10\" text-anchor=\"middle\">{4}</text>\n",
+        x, T, H - B, H - B + 14, esc(format_size(static_cast<std::size_t>(std::exp2(e)))));
   }
   for (int k = 0; k <= 4; ++k) {
     const double y = ymax * 1.1 * k / 4;
-    out << fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e4e4e4\"/>"
-                       "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"10\" text-anchor=\"end\">{5}</text>\n",
-                       L, py(y), W - R, L - 4, py(y) + 3, num(y));
+    out << fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e4e4e4\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"10\" text-anchor=\"end\">{5}</text>\n",
+        L, py(y), W - R, L - 4, py(y) + 3, num(y));
   }
-  out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">message size (log scale)</text>\n",
-                     (L + W - R) / 2, H - B + 30);
-  out << fmt::format("<text x=\"14\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">"
-                     "busbw (GB/s)</text>\n",
-                     (T + H - B) / 2, (T + H - B) / 2);
+  out << fmt::format(
+      "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">message size (log scale)</text>\n",
+      (L + W - R) / 2, H - B + 30);
+  out << fmt::format(
+      "<text x=\"14\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">"
+      "busbw (GB/s)</text>\n",
+      (T + H - B) / 2, (T + H - B) / 2);
   for (std::size_t s = 0; s < series.size(); ++s) {
     std::string pts;
     for (const auto& [x, y] : series[s].points) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
     out << fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
                        palette(s), pts);
     for (const auto& [x, y] : series[s].points)
-      out << fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {} GB/s</title></circle>\n",
-                         px(x), py(y), palette(s), esc(format_size(static_cast<std::size_t>(x))), num(y));
+      out << fmt::format(
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {} GB/s</title></circle>\n", px(x), py(y),
+          palette(s), esc(format_size(static_cast<std::size_t>(x))), num(y));
     const int ly = H + 4 + 18 * static_cast<int>(s);
-    out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
-                       "font-size=\"11\">{}</text>\n",
-                       L, ly, palette(s), L + 18, ly + 10, esc(series[s].label));
+    out << fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
+        "font-size=\"11\">{}</text>\n",
+        L, ly, palette(s), L + 18, ly + 10, esc(series[s].label));
   }
   out << fmt::format("</svg><figcaption>{}: bus bandwidth against message size{}</figcaption></figure>\n", name(op),
                      report.runs.size() > 1 ? " (mean over each group's runs)" : "");
@@ -157,9 +182,10 @@ void ladder_chart(const ReportRun& run, std::size_t index, std::ostream& out) {
   const double slot = static_cast<double>(W - L - R) / static_cast<double>(levels.size());
   const double bar = slot * 0.8 / static_cast<double>(ops.size());
   const int height = H + 18 * static_cast<int>(ops.size());
-  out << fmt::format("<figure class=\"chart ladder-chart\" id=\"ladder-{}\"><svg xmlns=\"http://www.w3.org/2000/svg\" "
-                     "width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"scaling ladder\">\n",
-                     index, W, height, W, height);
+  out << fmt::format(
+      "<figure class=\"chart ladder-chart\" id=\"ladder-{}\"><svg xmlns=\"http://www.w3.org/2000/svg\" "
+      "width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"scaling ladder\">\n",
+      index, W, height, W, height);
   out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
                      W - L - R, H - T - B);
   const auto py = [&](double y) { return H - B - y / (ymax * 1.15) * (H - T - B); };
@@ -177,18 +203,20 @@ void ladder_chart(const ReportRun& run, std::size_t index, std::ostream& out) {
     const auto oi = static_cast<std::size_t>(std::find(ops.begin(), ops.end(), l.op) - ops.begin());
     const double x = L + slot * li + slot * 0.1 + bar * static_cast<double>(oi);
     const double y = py(l.busbw_median_gbs);
-    out << fmt::format("<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\">"
-                       "<title>{} {}: {} GB/s</title></rect>\n",
-                       x, y, bar * 0.95, H - B - y, palette(oi), name(l.op), esc(label), num(l.busbw_median_gbs));
+    out << fmt::format(
+        "<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\">"
+        "<title>{} {}: {} GB/s</title></rect>\n",
+        x, y, bar * 0.95, H - B - y, palette(oi), name(l.op), esc(label), num(l.busbw_median_gbs));
     if (l.efficiency)
       out << fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{:.0f}%</text>\n",
                          x + bar * 0.475, y - 3, *l.efficiency * 100);
   }
   for (std::size_t o = 0; o < ops.size(); ++o) {
     const int ly = H + 4 + 18 * static_cast<int>(o);
-    out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
-                       "font-size=\"11\">{} (median busbw, GB/s; % = efficiency vs 1 node)</text>\n",
-                       L, ly, palette(o), L + 18, ly + 10, name(ops[o]));
+    out << fmt::format(
+        "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
+        "font-size=\"11\">{} (median busbw, GB/s; % = efficiency vs 1 node)</text>\n",
+        L, ly, palette(o), L + 18, ly + 10, name(ops[o]));
   }
   out << fmt::format("</svg><figcaption>{}: scaling ladder at {}</figcaption></figure>\n", esc(run.path),
                      esc(format_size(s.bytes)));
@@ -217,9 +245,10 @@ void heatmap(const PairMatrix& m, const std::vector<std::string>& labels, const 
   const int cell = std::max(18, std::min(56, 480 / std::max(1, m.size)));
   const int L = 110, T = 24;
   const int W = L + cell * m.size + 20, H = T + cell * m.size + 40;
-  out << fmt::format("<figure class=\"chart heatmap\" id=\"{}\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
-                     "height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"pair bandwidth heat-map\">\n",
-                     esc(id), W, H, W, H);
+  out << fmt::format(
+      "<figure class=\"chart heatmap\" id=\"{}\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
+      "height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"pair bandwidth heat-map\">\n",
+      esc(id), W, H, W, H);
   for (int i = 0; i < m.size; ++i) {
     const std::string& label = labels[static_cast<std::size_t>(i)];
     const bool slow = slow_nodes.count(i) > 0;
@@ -243,18 +272,20 @@ void heatmap(const PairMatrix& m, const std::vector<std::string>& labels, const 
       const int red = rel < 0.5 ? 220 : static_cast<int>(220 - (rel - 0.5) * 2 * 174);
       const int green = rel < 0.5 ? static_cast<int>(60 + rel * 2 * 120) : static_cast<int>(180 - (1 - rel) * 40);
       const bool flagged = slow_links.count({i, j}) > 0 || slow_nodes.count(i) > 0 || slow_nodes.count(j) > 0;
-      out << fmt::format("<rect class=\"cell{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"rgb({},{},80)\" "
-                         "stroke=\"{}\" stroke-width=\"{}\"><title>{} → {}: {} GB/s{}</title></rect>\n",
-                         flagged ? " finding" : "", x, y, cell, cell, red, green, flagged ? "#000" : "#fff",
-                         flagged ? 3 : 1, esc(labels[static_cast<std::size_t>(i)]),
-                         esc(labels[static_cast<std::size_t>(j)]), num(v), flagged ? " (finding)" : "");
+      out << fmt::format(
+          "<rect class=\"cell{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"rgb({},{},80)\" "
+          "stroke=\"{}\" stroke-width=\"{}\"><title>{} → {}: {} GB/s{}</title></rect>\n",
+          flagged ? " finding" : "", x, y, cell, cell, red, green, flagged ? "#000" : "#fff", flagged ? 3 : 1,
+          esc(labels[static_cast<std::size_t>(i)]), esc(labels[static_cast<std::size_t>(j)]), num(v),
+          flagged ? " (finding)" : "");
       if (cell >= 30)
-        out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{}{}</text>\n",
-                           x + cell / 2, y + cell / 2 + 3, num(v), flagged ? "!" : "");
+        out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{}{}</text>\n", x + cell / 2,
+                           y + cell / 2 + 3, num(v), flagged ? "!" : "");
     }
-  out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\">row sends to column; colour: bandwidth relative to the "
-                     "median {} GB/s; outlined: findings</text>\n",
-                     10, H - 10, num(median));
+  out << fmt::format(
+      "<text x=\"{}\" y=\"{}\" font-size=\"11\">row sends to column; colour: bandwidth relative to the "
+      "median {} GB/s; outlined: findings</text>\n",
+      10, H - 10, num(median));
   out << "</svg><figcaption>" << esc(caption) << "</figcaption></figure>\n";
 }
 
@@ -262,9 +293,10 @@ void verdict_list(const std::vector<Verdict>& verdicts, std::ostream& out) {
   out << "<table class=\"verdicts\"><tr><th>verdict</th><th class=\"l\">kind</th><th class=\"l\">subject</th>"
          "<th class=\"l\">reason</th></tr>\n";
   for (const Verdict& v : verdicts) {
-    out << fmt::format("<tr><td><span class=\"badge {}\">{}</span></td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
-                       "<td class=\"l\">{}",
-                       level_class(v.level), name(v.level), esc(v.kind), esc(v.subject), esc(v.reason));
+    out << fmt::format(
+        "<tr><td><span class=\"badge {}\">{}</span></td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
+        "<td class=\"l\">{}",
+        level_class(v.level), name(v.level), esc(v.kind), esc(v.subject), esc(v.reason));
     if (!v.source.empty()) out << "<div class=\"src\">source: " << esc(v.source) << "</div>";
     out << "</td></tr>\n";
   }
@@ -275,17 +307,17 @@ std::string opt_gbs(const std::optional<double>& v) { return v ? fmt::format("{:
 
 void topology_section(const ReportRun& run, std::size_t index, std::ostream& out) {
   const ClusterTopology& t = *run.result.topology;
-  out << fmt::format("<h3>{}</h3>\n<table class=\"topology\" id=\"topology-{}\"><tr><th class=\"l\">host</th>"
-                     "<th>GPUs</th><th class=\"l\">GPU model</th><th class=\"l\">PCIe</th><th>H2D GB/s</th>"
-                     "<th>D2H GB/s</th><th class=\"l\">NICs</th><th class=\"l\">GPUDirect RDMA</th></tr>\n",
-                     esc(run.path), index);
+  out << fmt::format(
+      "<h3>{}</h3>\n<table class=\"topology\" id=\"topology-{}\"><tr><th class=\"l\">host</th>"
+      "<th>GPUs</th><th class=\"l\">GPU model</th><th class=\"l\">PCIe</th><th>H2D GB/s</th>"
+      "<th>D2H GB/s</th><th class=\"l\">NICs</th><th class=\"l\">GPUDirect RDMA</th></tr>\n",
+      esc(run.path), index);
   for (const NodeTopology& n : t.nodes) {
     std::string model = "-", pcie = "-", h2d = "-", d2h = "-";
     if (!n.gpus.empty()) {
       const GpuInfo& g = n.gpus.front();
       model = g.name.value_or("unknown");
-      if (g.pcie.current_gen)
-        pcie = fmt::format("Gen{} x{}", *g.pcie.current_gen, g.pcie.current_width.value_or(0));
+      if (g.pcie.current_gen) pcie = fmt::format("Gen{} x{}", *g.pcie.current_gen, g.pcie.current_width.value_or(0));
       std::vector<double> hs, ds;
       for (const GpuInfo& x : n.gpus) {
         if (x.h2d_gbs) hs.push_back(*x.h2d_gbs);
@@ -307,10 +339,11 @@ void topology_section(const ReportRun& run, std::size_t index, std::ostream& out
       else
         nics += fmt::format("{}{} ({})", nics.empty() ? "" : ", ", nic.name, nic.kind);
     }
-    out << fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>"
-                       "<td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>\n",
-                       esc(n.host.hostname), n.gpus.size(), esc(model), esc(pcie), h2d, d2h,
-                       esc(nics.empty() ? "-" : nics), esc(n.gpudirect.status));
+    out << fmt::format(
+        "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>"
+        "<td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>\n",
+        esc(n.host.hostname), n.gpus.size(), esc(model), esc(pcie), h2d, d2h, esc(nics.empty() ? "-" : nics),
+        esc(n.gpudirect.status));
   }
   out << "</table>\n";
   if (t.anomalies.empty()) {
@@ -331,8 +364,9 @@ void write_report_html(const Report& report, std::ostream& out) {
          "<title>fabricbench report</title>\n<style>\n"
       << style << "\n</style>\n</head>\n<body>\n<h1>fabricbench report</h1>\n";
 
-  out << fmt::format("<section id=\"verdict\" class=\"verdict {}\">\n<h2>Verdict: <span class=\"badge {}\">{}</span></h2>\n",
-                     level_class(report.level), level_class(report.level), name(report.level));
+  out << fmt::format(
+      "<section id=\"verdict\" class=\"verdict {}\">\n<h2>Verdict: <span class=\"badge {}\">{}</span></h2>\n",
+      level_class(report.level), level_class(report.level), name(report.level));
   for (const ReportRun& run : report.runs) {
     out << fmt::format("<h3><span class=\"badge {}\">{}</span> {}</h3>\n", level_class(run.level), name(run.level),
                        esc(run.path));
@@ -340,15 +374,17 @@ void write_report_html(const Report& report, std::ostream& out) {
   }
   out << "</section>\n";
 
-  out << "<section id=\"runs\">\n<h2>Runs</h2>\n<table><tr><th>group</th><th class=\"l\">file</th><th class=\"l\">cluster"
+  out << "<section id=\"runs\">\n<h2>Runs</h2>\n<table><tr><th>group</th><th class=\"l\">file</th><th "
+         "class=\"l\">cluster"
          "</th><th class=\"l\">started (UTC)</th><th class=\"l\">tool</th><th>duration (s)</th></tr>\n";
   for (const ReportGroup& g : report.groups)
     for (const std::size_t i : g.runs) {
       const RunResult& r = report.runs[i].result;
-      out << fmt::format("<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
-                         "<td class=\"l\">{} ({})</td><td>{}</td></tr>\n",
-                         esc(g.label), esc(report.runs[i].path), esc(g.cluster), esc(r.run.start_utc),
-                         esc(r.tool.version), esc(r.tool.git), r.duration_s ? fmt::format("{:.1f}", *r.duration_s) : "-");
+      out << fmt::format(
+          "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
+          "<td class=\"l\">{} ({})</td><td>{}</td></tr>\n",
+          esc(g.label), esc(report.runs[i].path), esc(g.cluster), esc(r.run.start_utc), esc(r.tool.version),
+          esc(r.tool.git), r.duration_s ? fmt::format("{:.1f}", *r.duration_s) : "-");
     }
   out << "</table>\n</section>\n";
 
@@ -374,7 +410,8 @@ void write_report_html(const Report& report, std::ostream& out) {
       out << fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>", name(row.op), name(row.dtype),
                          name(row.placement), esc(format_size(row.bytes)));
       for (const auto& s : row.busbw) {
-        if (!s) out << "<td>-</td>";
+        if (!s)
+          out << "<td>-</td>";
         else
           out << fmt::format("<td title=\"min {} max {}, {} run(s)\">{}{}</td>", num(s->min), num(s->max), s->runs,
                              num(s->mean), s->runs > 1 ? fmt::format(" ± {}", num(s->sd)) : "");
@@ -382,7 +419,8 @@ void write_report_html(const Report& report, std::ostream& out) {
       for (std::size_t g = 1; g < row.busbw.size(); ++g) {
         if (row.busbw[0] && row.busbw[g] && row.busbw[0]->mean > 0)
           out << fmt::format("<td>{:.2f}</td>", row.busbw[g]->mean / row.busbw[0]->mean);
-        else out << "<td>-</td>";
+        else
+          out << "<td>-</td>";
       }
       out << "</tr>\n";
     }

@@ -142,7 +142,8 @@ PairMatrix matrix_from(const json& links, int size) {
   for (const json& link : links) {
     const int from = link.at("from").get<int>();
     const int to = link.at("to").get<int>();
-    if (from >= size || to >= size) throw UsageError(fmt::format("a link {} -> {} names a node beyond the {} listed", from, to, size));
+    if (from >= size || to >= size)
+      throw UsageError(fmt::format("a link {} -> {} names a node beyond the {} listed", from, to, size));
     m.bw(from, to) = opt<double>(link, "bandwidth_gbs");
     m.lat(from, to) = opt<double>(link, "latency_us");
   }
@@ -222,11 +223,12 @@ RunResult convert(const json& doc) {
 
 RunResult result_from_json(const nlohmann::json& document, const std::string& label) {
   if (!document.is_object())
-    throw UsageError(fmt::format("{}: not a fabricbench result (a JSON {}, not an object)", label, document.type_name()));
+    throw UsageError(
+        fmt::format("{}: not a fabricbench result (a JSON {}, not an object)", label, document.type_name()));
   const auto schema = document.find("schema");
   if (schema == document.end() || !schema->is_string())
-    throw UsageError(fmt::format("{}: not a fabricbench result (no \"schema\" member; expected {})", label,
-                                 result_schema_id));
+    throw UsageError(
+        fmt::format("{}: not a fabricbench result (no \"schema\" member; expected {})", label, result_schema_id));
   if (schema->get<std::string>() != result_schema_id)
     throw UsageError(fmt::format("{}: not a fabricbench result (schema '{}', expected {})", label,
                                  schema->get<std::string>(), result_schema_id));
@@ -257,7 +259,8 @@ RunResult read_result_file(const std::string& path) {
     std::string message = e.what();
     // "[json.exception.parse_error.101] parse error at line 3, ...": the tag
     // says nothing to the person reading it.
-    if (const auto bracket = message.find("] "); message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
+    if (const auto bracket = message.find("] ");
+        message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
       message = message.substr(bracket + 2);
     throw UsageError(fmt::format("{}: truncated or not JSON: {}", path, message));
   }

@@ -65,10 +65,11 @@ int uniform_ranks_per_node(const Layout& layout) {
   const int first = layout.ranks_per_node.front();
   for (std::size_t n = 1; n < layout.ranks_per_node.size(); ++n) {
     if (layout.ranks_per_node[n] != first)
-      throw UsageError(fmt::format("uneven ranks per node ({} has {}, {} has {}): the scaling ladder and the pair "
-                                   "matrix need the same number of ranks on every node; launch with a fixed count "
-                                   "per node (mpirun --map-by ppr:N:node)",
-                                   layout.hostnames.front(), first, layout.hostnames[n], layout.ranks_per_node[n]));
+      throw UsageError(
+          fmt::format("uneven ranks per node ({} has {}, {} has {}): the scaling ladder and the pair "
+                      "matrix need the same number of ranks on every node; launch with a fixed count "
+                      "per node (mpirun --map-by ppr:N:node)",
+                      layout.hostnames.front(), first, layout.hostnames[n], layout.ranks_per_node[n]));
   }
   return first;
 }

@@ -69,8 +69,8 @@ class ThreadBackend final : public GroupBackend {
     const bool done = s.changed.wait_for(lock, timeout_, [&] { return s.round != round || !s.failure.empty(); });
     if (!s.failure.empty()) throw SystemError(s.failure);
     if (!done) {
-      const std::string why = fmt::format("rank {} waited {} ms for the other threads of its group", rank_,
-                                          timeout_.count());
+      const std::string why =
+          fmt::format("rank {} waited {} ms for the other threads of its group", rank_, timeout_.count());
       s.failure = why;
       s.changed.notify_all();
       throw SystemError(why);
@@ -150,8 +150,8 @@ class FileBackend final : public GroupBackend {
         std::string missing;
         for (std::size_t r = 0; r < out.size(); ++r)
           if (!have[r]) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
-        throw SystemError(fmt::format("rank {} waited {} ms in {} for rank(s) {} of its group", rank_,
-                                      timeout_.count(), dir_.string(), missing));
+        throw SystemError(fmt::format("rank {} waited {} ms in {} for rank(s) {} of its group", rank_, timeout_.count(),
+                                      dir_.string(), missing));
       }
       std::this_thread::sleep_for(std::chrono::microseconds(++polls < 50 ? 100 : 2000));
     }

@@ -24,7 +24,8 @@ class GroupBackend {
   // this member is `index`. Called by exactly those members, after an
   // exchange that agreed on the members; `tag` is the same on all of them and
   // unique among the subgroups of this group.
-  virtual std::unique_ptr<GroupBackend> subgroup(const std::vector<int>& members, int index, const std::string& tag) = 0;
+  virtual std::unique_ptr<GroupBackend> subgroup(const std::vector<int>& members, int index,
+                                                 const std::string& tag) = 0;
   // Every member's pending and later collectives fail with `why`.
   virtual void fail(const std::string& why) noexcept = 0;
 };

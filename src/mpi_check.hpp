@@ -18,11 +18,11 @@ MPI_Comm native_handle(const Comm& comm);
 
 }  // namespace fabricbench
 
-#define FB_MPI_CHECK(call)                                                        \
-  do {                                                                            \
-    const int fb_mpi_rc_ = (call);                                                \
-    if (fb_mpi_rc_ != MPI_SUCCESS) {                                              \
-      ::fabricbench::throw_mpi_error(fb_mpi_rc_, #call, __FILE__, __LINE__);      \
-    }                                                                             \
+#define FB_MPI_CHECK(call)                                                   \
+  do {                                                                       \
+    const int fb_mpi_rc_ = (call);                                           \
+    if (fb_mpi_rc_ != MPI_SUCCESS) {                                         \
+      ::fabricbench::throw_mpi_error(fb_mpi_rc_, #call, __FILE__, __LINE__); \
+    }                                                                        \
   } while (false)
 #endif

@@ -37,32 +37,45 @@ namespace {
 
 MPI_Datatype mpi_datatype(DType dtype) {
   switch (dtype) {
-    case DType::int8: return MPI_INT8_T;
-    case DType::uint8: return MPI_UINT8_T;
-    case DType::int32: return MPI_INT32_T;
-    case DType::int64: return MPI_INT64_T;
-    case DType::float32: return MPI_FLOAT;
-    case DType::float64: return MPI_DOUBLE;
+    case DType::int8:
+      return MPI_INT8_T;
+    case DType::uint8:
+      return MPI_UINT8_T;
+    case DType::int32:
+      return MPI_INT32_T;
+    case DType::int64:
+      return MPI_INT64_T;
+    case DType::float32:
+      return MPI_FLOAT;
+    case DType::float64:
+      return MPI_DOUBLE;
     case DType::half:
-    case DType::bfloat16: break;
+    case DType::bfloat16:
+      break;
   }
   return MPI_DATATYPE_NULL;
 }
 
 MPI_Op mpi_op(RedOp redop) {
   switch (redop) {
-    case RedOp::sum: return MPI_SUM;
-    case RedOp::prod: return MPI_PROD;
-    case RedOp::min: return MPI_MIN;
-    case RedOp::max: return MPI_MAX;
-    case RedOp::avg: break;
+    case RedOp::sum:
+      return MPI_SUM;
+    case RedOp::prod:
+      return MPI_PROD;
+    case RedOp::min:
+      return MPI_MIN;
+    case RedOp::max:
+      return MPI_MAX;
+    case RedOp::avg:
+      break;
   }
   return MPI_OP_NULL;
 }
 
 int mpi_count(std::size_t count) {
   if (count > static_cast<std::size_t>(INT_MAX))
-    throw UsageError(fmt::format("{} elements exceed what one MPI call can move ({}); use smaller sizes", count, INT_MAX));
+    throw UsageError(
+        fmt::format("{} elements exceed what one MPI call can move ({}); use smaller sizes", count, INT_MAX));
   return static_cast<int>(count);
 }
 
@@ -75,8 +88,10 @@ int MpiTransport::size() const { return comm_->size(); }
 
 std::optional<std::string> MpiTransport::unsupported(Op op, DType dtype, RedOp redop) const {
   if (dtype == DType::half || dtype == DType::bfloat16)
-    return fmt::format("the mpi transport has no {} type (MPI defines none); use --transport nccl", fabricbench::name(dtype));
-  if (reduces(op) && redop == RedOp::avg) return std::string("the mpi transport has no avg reduction (MPI defines none)");
+    return fmt::format("the mpi transport has no {} type (MPI defines none); use --transport nccl",
+                       fabricbench::name(dtype));
+  if (reduces(op) && redop == RedOp::avg)
+    return std::string("the mpi transport has no avg reduction (MPI defines none)");
   return std::nullopt;
 }
 
@@ -141,21 +156,21 @@ void MpiTransport::issue(const OpSpec& spec) {
       if (in_place)
         FB_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, type, recv, mpi_count(spec.counts.param), type, comm));
       else
-        FB_MPI_CHECK(MPI_Allgather(send, mpi_count(spec.counts.param), type, recv, mpi_count(spec.counts.param), type,
-                                   comm));
+        FB_MPI_CHECK(
+            MPI_Allgather(send, mpi_count(spec.counts.param), type, recv, mpi_count(spec.counts.param), type, comm));
       break;
     case Op::alltoall:
       if (in_place)
         FB_MPI_CHECK(MPI_Alltoall(MPI_IN_PLACE, 0, type, recv, mpi_count(spec.counts.param), type, comm));
       else
-        FB_MPI_CHECK(MPI_Alltoall(send, mpi_count(spec.counts.param), type, recv, mpi_count(spec.counts.param), type,
-                                  comm));
+        FB_MPI_CHECK(
+            MPI_Alltoall(send, mpi_count(spec.counts.param), type, recv, mpi_count(spec.counts.param), type, comm));
       break;
     case Op::broadcast:
       // Out of place the root sends from its send buffer and the others
       // receive into their receive buffers; in place everyone uses one buffer.
-      FB_MPI_CHECK(MPI_Bcast((!in_place && r == spec.root) ? send : recv, mpi_count(spec.counts.param), type, spec.root,
-                             comm));
+      FB_MPI_CHECK(
+          MPI_Bcast((!in_place && r == spec.root) ? send : recv, mpi_count(spec.counts.param), type, spec.root, comm));
       break;
     case Op::sendrecv: {
       const int to = (r + 1) % n;
@@ -165,8 +180,8 @@ void MpiTransport::issue(const OpSpec& spec) {
         FB_MPI_CHECK(MPI_Sendrecv_replace(recv, mpi_count(spec.counts.param), type, to, tag, from, tag, comm,
                                           MPI_STATUS_IGNORE));
       else
-        FB_MPI_CHECK(MPI_Sendrecv(send, mpi_count(spec.counts.param), type, to, tag, recv,
-                                  mpi_count(spec.counts.param), type, from, tag, comm, MPI_STATUS_IGNORE));
+        FB_MPI_CHECK(MPI_Sendrecv(send, mpi_count(spec.counts.param), type, to, tag, recv, mpi_count(spec.counts.param),
+                                  type, from, tag, comm, MPI_STATUS_IGNORE));
       break;
     }
   }

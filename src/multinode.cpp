@@ -54,9 +54,9 @@ struct GroupLine {
 };
 
 std::vector<GroupLine> gather_group_lines(const Comm& world, const std::optional<GroupLine>& mine) {
-  const std::string text =
-      mine ? fmt::format("{} {:.17g} {:.17g} {} {}", mine->color, mine->time_us, mine->busbw_gbs, mine->wrong, mine->ranks)
-           : std::string();
+  const std::string text = mine ? fmt::format("{} {:.17g} {:.17g} {} {}", mine->color, mine->time_us, mine->busbw_gbs,
+                                              mine->wrong, mine->ranks)
+                                : std::string();
   std::vector<GroupLine> lines;
   for (const std::string& t : world.allgather(text)) {
     if (t.empty()) continue;
@@ -121,8 +121,8 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
   const std::vector<Job> jobs = ladder_jobs(config.scale, result.bytes);
 
   for (const LevelPlan& plan : plan_ladder(layout.nodes)) {
-    const int color = plan.kind == LevelKind::rail ? layout.local_rank
-                                                   : plan.group_of_node[static_cast<std::size_t>(layout.node)];
+    const int color =
+        plan.kind == LevelKind::rail ? layout.local_rank : plan.group_of_node[static_cast<std::size_t>(layout.node)];
     const Comm group = world.split(color, world.rank());
     const std::unique_ptr<Transport> sub = transport.split(group, color, world.rank());
     for (const Job& job : jobs) {
@@ -195,23 +195,28 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
     const int partner = partners(n, round)[static_cast<std::size_t>(layout.node)];
     const int color = partner < 0 ? -1 : layout.local_rank * n + std::min(layout.node, partner);
     const int key = partner < 0 ? 0 : (layout.node < partner ? 0 : 1);
-    exchange_round(config, transport, world, color, key, [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
-      const std::vector<int> pairing = partners(n, round);
-      for (int a = 0; a < n; ++a) {
-        const int b = pairing[static_cast<std::size_t>(a)];
-        if (b < 0) continue;
-        double gbs = 0;
-        double us = 0;
-        for (int l = 0; l < rpn; ++l) {
-          const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
-                                            times[static_cast<std::size_t>(rank_at(layout, b, l))]);
-          gbs += t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
-          us += t * 1e6 / rpn;
-        }
-        if (bandwidth) result.nodes.bw(a, b) = gbs;
-        else result.nodes.lat(a, b) = us;
-      }
-    }, result);
+    exchange_round(
+        config, transport, world, color, key,
+        [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
+          const std::vector<int> pairing = partners(n, round);
+          for (int a = 0; a < n; ++a) {
+            const int b = pairing[static_cast<std::size_t>(a)];
+            if (b < 0) continue;
+            double gbs = 0;
+            double us = 0;
+            for (int l = 0; l < rpn; ++l) {
+              const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
+                                                times[static_cast<std::size_t>(rank_at(layout, b, l))]);
+              gbs += t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
+              us += t * 1e6 / rpn;
+            }
+            if (bandwidth)
+              result.nodes.bw(a, b) = gbs;
+            else
+              result.nodes.lat(a, b) = us;
+          }
+        },
+        result);
   }
 
   // Within each node: local rank pairs, every node at once.
@@ -219,20 +224,25 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
     const int partner = partners(rpn, round)[static_cast<std::size_t>(layout.local_rank)];
     const int color = partner < 0 ? -1 : layout.node * rpn + std::min(layout.local_rank, partner);
     const int key = partner < 0 ? 0 : (layout.local_rank < partner ? 0 : 1);
-    exchange_round(config, transport, world, color, key, [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
-      const std::vector<int> pairing = partners(rpn, round);
-      for (int node = 0; node < n; ++node) {
-        PairMatrix& matrix = result.intra[static_cast<std::size_t>(node)];
-        for (int a = 0; a < rpn; ++a) {
-          const int b = pairing[static_cast<std::size_t>(a)];
-          if (b < 0) continue;
-          const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, node, a))],
-                                            times[static_cast<std::size_t>(rank_at(layout, node, b))]);
-          if (bandwidth) matrix.bw(a, b) = t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
-          else matrix.lat(a, b) = t * 1e6;
-        }
-      }
-    }, result);
+    exchange_round(
+        config, transport, world, color, key,
+        [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
+          const std::vector<int> pairing = partners(rpn, round);
+          for (int node = 0; node < n; ++node) {
+            PairMatrix& matrix = result.intra[static_cast<std::size_t>(node)];
+            for (int a = 0; a < rpn; ++a) {
+              const int b = pairing[static_cast<std::size_t>(a)];
+              if (b < 0) continue;
+              const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, node, a))],
+                                                times[static_cast<std::size_t>(rank_at(layout, node, b))]);
+              if (bandwidth)
+                matrix.bw(a, b) = t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
+              else
+                matrix.lat(a, b) = t * 1e6;
+            }
+          }
+        },
+        result);
   }
   return result;
 }

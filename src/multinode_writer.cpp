@@ -26,7 +26,10 @@ void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, b
     out << fmt::format("  {:>{}}", labels[static_cast<std::size_t>(i)], width);
     for (int j = 0; j < m.size; ++j) {
       const std::optional<double>& v = bandwidth ? m.bw(i, j) : m.lat(i, j);
-      out << fmt::format(" {:>{}}", i == j ? std::string("-") : v ? fmt::format("{:.3f}", *v) : std::string("n/a"),
+      out << fmt::format(" {:>{}}",
+                         i == j ? std::string("-")
+                         : v    ? fmt::format("{:.3f}", *v)
+                                : std::string("n/a"),
                          width);
     }
     out << '\n';
@@ -36,7 +39,8 @@ void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, b
 }  // namespace
 
 void write_ladder(const ScaleResult& s, std::ostream& out) {
-  out << fmt::format("#\n# Scaling ladder ({} ranks per node; every group of a level runs at once)\n", s.ranks_per_node);
+  out << fmt::format("#\n# Scaling ladder ({} ranks per node; every group of a level runs at once)\n",
+                     s.ranks_per_node);
   out << fmt::format("# {:<14} {:>10} {:<20} {:>6} {:>6} {:>11} {:>11} {:>10} {:>8}\n", "op", "size", "level", "groups",
                      "ranks", "busbw min", "busbw med", "efficiency", "of NIC");
   out << fmt::format("# {:<14} {:>10} {:<20} {:>6} {:>6} {:>11} {:>11} {:>10} {:>8}\n", "", "", "", "", "/group",
@@ -51,10 +55,11 @@ void write_ladder(const ScaleResult& s, std::ostream& out) {
   if (!s.nic_gbit_per_node) out << "# NIC line rate unknown: no NIC-bound ceiling (--nic-gbit-per-node sets it)\n";
   if (s.projection_input) {
     const ProjectionInput& p = *s.projection_input;
-    out << fmt::format("#\n# Projected data-parallel training: {} of gradients ({}), {} ms compute per step, {:.0f}% "
-                       "overlap\n",
-                       format_size(p.grad_bytes), p.sharded ? "reduce-scatter + all-gather" : "all-reduce",
-                       p.compute_ms, p.overlap * 100.0);
+    out << fmt::format(
+        "#\n# Projected data-parallel training: {} of gradients ({}), {} ms compute per step, {:.0f}% "
+        "overlap\n",
+        format_size(p.grad_bytes), p.sharded ? "reduce-scatter + all-gather" : "all-reduce", p.compute_ms,
+        p.overlap * 100.0);
     out << fmt::format("# {:>6} {:>6} {:>10} {:>10} {:>9} {:>10}\n", "nodes", "GPUs", "comm (ms)", "step (ms)",
                        "speedup", "efficiency");
     for (const ProjectionPoint& pt : s.projection)

@@ -20,32 +20,45 @@ constexpr int max_held_launches = 400;
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
-    case DType::int8: return ncclInt8;
-    case DType::uint8: return ncclUint8;
-    case DType::int32: return ncclInt32;
-    case DType::int64: return ncclInt64;
-    case DType::half: return ncclFloat16;
-    case DType::bfloat16: return ncclBfloat16;
-    case DType::float32: return ncclFloat32;
-    case DType::float64: return ncclFloat64;
+    case DType::int8:
+      return ncclInt8;
+    case DType::uint8:
+      return ncclUint8;
+    case DType::int32:
+      return ncclInt32;
+    case DType::int64:
+      return ncclInt64;
+    case DType::half:
+      return ncclFloat16;
+    case DType::bfloat16:
+      return ncclBfloat16;
+    case DType::float32:
+      return ncclFloat32;
+    case DType::float64:
+      return ncclFloat64;
   }
   return ncclFloat32;
 }
 
 ncclRedOp_t nccl_op(RedOp redop) {
   switch (redop) {
-    case RedOp::sum: return ncclSum;
-    case RedOp::prod: return ncclProd;
-    case RedOp::min: return ncclMin;
-    case RedOp::max: return ncclMax;
-    case RedOp::avg: return ncclAvg;
+    case RedOp::sum:
+      return ncclSum;
+    case RedOp::prod:
+      return ncclProd;
+    case RedOp::min:
+      return ncclMin;
+    case RedOp::max:
+      return ncclMax;
+    case RedOp::avg:
+      return ncclAvg;
   }
   return ncclSum;
 }
 
 kernels::PatternLaunch launch_of(const OpSpec& spec, int rank, int nranks) {
-  return {spec.op, spec.dtype, spec.redop, rank, nranks, spec.root, spec.counts.param, spec.counts.send,
-          spec.counts.recv};
+  return {spec.op,           spec.dtype,       spec.redop,      rank, nranks, spec.root,
+          spec.counts.param, spec.counts.send, spec.counts.recv};
 }
 
 // Point-to-point ops cannot read and write one buffer at once.
@@ -113,9 +126,8 @@ std::chrono::steady_clock::time_point NcclTransport::deadline() const {
 
 std::string NcclTransport::describe(const OpSpec& spec) const {
   return fmt::format("{} {} {} of {} B on rank {} (host {}, GPU {} {} {})", fabricbench::name(spec.op),
-                     fabricbench::name(spec.dtype),
-                     fabricbench::name(spec.placement), spec.counts.bytes, rank_, this_hostname(), gpu_.index, gpu_.name,
-                     gpu_.pci_bus_id);
+                     fabricbench::name(spec.dtype), fabricbench::name(spec.placement), spec.counts.bytes, rank_,
+                     this_hostname(), gpu_.index, gpu_.name, gpu_.pci_bus_id);
 }
 
 void NcclTransport::wait(cudaEvent_t event, const std::string& what) { wait_event(event, nccl_, deadline(), what); }
@@ -139,7 +151,8 @@ void NcclTransport::fill(const OpSpec& spec) {
   const std::size_t elt = element_size(spec.dtype);
   cudaStream_t s = stream_.get();
   FB_CUDA_CHECK(kernels::fill_input(send_.get(), launch_of(spec, rank_, size_), s));
-  FB_CUDA_CHECK(kernels::fill_value(recv_.get(), spec.dtype, recv_.size() / elt, pattern::garbage_value(spec.dtype), s));
+  FB_CUDA_CHECK(
+      kernels::fill_value(recv_.get(), spec.dtype, recv_.size() / elt, pattern::garbage_value(spec.dtype), s));
   if (spec.placement == Placement::in_place) {
     // The input moves to where the operation reads it from.
     const std::size_t bytes = spec.counts.send * elt;
@@ -166,8 +179,12 @@ void NcclTransport::issue(const OpSpec& spec) {
   }
   const std::byte* source = in_place && !staged(spec) ? recv : send;
   switch (spec.op) {
-    case Op::allreduce: FB_NCCL_CHECK(ncclAllReduce(source, recv, count, type, op, c, s)); break;
-    case Op::reduce: FB_NCCL_CHECK(ncclReduce(source, recv, count, type, op, spec.root, c, s)); break;
+    case Op::allreduce:
+      FB_NCCL_CHECK(ncclAllReduce(source, recv, count, type, op, c, s));
+      break;
+    case Op::reduce:
+      FB_NCCL_CHECK(ncclReduce(source, recv, count, type, op, spec.root, c, s));
+      break;
     case Op::reducescatter:
       // In place NCCL's output is this rank's chunk of the one buffer.
       FB_NCCL_CHECK(ncclReduceScatter(source, in_place ? recv + static_cast<std::size_t>(rank_) * count * elt : recv,
@@ -177,7 +194,9 @@ void NcclTransport::issue(const OpSpec& spec) {
       FB_NCCL_CHECK(ncclAllGather(in_place ? recv + static_cast<std::size_t>(rank_) * count * elt : send, recv, count,
                                   type, c, s));
       break;
-    case Op::broadcast: FB_NCCL_CHECK(ncclBroadcast(source, recv, count, type, spec.root, c, s)); break;
+    case Op::broadcast:
+      FB_NCCL_CHECK(ncclBroadcast(source, recv, count, type, spec.root, c, s));
+      break;
     case Op::alltoall:
       FB_NCCL_CHECK(ncclGroupStart());
       for (int peer = 0; peer < size_; ++peer) {

@@ -22,8 +22,7 @@ void check_writable(const std::string& path, const std::string& flag) {
   if (path.empty()) throw UsageError(fmt::format("{}: empty file name", flag));
   const std::string probe = temp_path_for(path);
   std::FILE* f = std::fopen(probe.c_str(), "w");
-  if (f == nullptr)
-    throw UsageError(fmt::format("{} {}: cannot write there: {}", flag, path, std::strerror(errno)));
+  if (f == nullptr) throw UsageError(fmt::format("{} {}: cannot write there: {}", flag, path, std::strerror(errno)));
   std::fclose(f);
   std::remove(probe.c_str());
 }

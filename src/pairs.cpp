@@ -96,25 +96,29 @@ std::vector<Finding> find_outliers(const PairMatrix& m, const std::vector<std::s
     if (m.bw(i, j) && m.bw(j, i)) return std::min(*m.bw(i, j), *m.bw(j, i));
     return m.bw(i, j) ? m.bw(i, j) : m.bw(j, i);
   };
-  std::vector<double> node_median(static_cast<std::size_t>(n), 0.0);
+  // A node's score is its upper-quartile link: a node is slow when (nearly)
+  // all its links are, while one slow link barely moves it. A median would
+  // not do: with four nodes a node has three links, and one slow link plus a
+  // noisy one already pull its median down.
+  std::vector<double> node_score(static_cast<std::size_t>(n), 0.0);
   std::vector<int> measured_nodes;
   for (int i = 0; i < n; ++i) {
     std::vector<double> links;
     for (int j = 0; j < n; ++j)
       if (i != j && link(i, j)) links.push_back(*link(i, j));
     if (links.empty()) continue;
-    node_median[static_cast<std::size_t>(i)] = median_of(links);
+    node_score[static_cast<std::size_t>(i)] = percentile(links, 0.75);
     measured_nodes.push_back(i);
   }
   std::set<int> slow_nodes;
   // Three nodes cannot tell a slow node from two slow links; four can.
   if (measured_nodes.size() >= 4) {
-    std::vector<double> medians;
-    for (const int i : measured_nodes) medians.push_back(node_median[static_cast<std::size_t>(i)]);
-    const RobustCenter center = robust_center(medians);
+    std::vector<double> scores;
+    for (const int i : measured_nodes) scores.push_back(node_score[static_cast<std::size_t>(i)]);
+    const RobustCenter center = robust_center(scores);
     const double med = center.median;
     for (const int i : measured_nodes) {
-      const double v = node_median[static_cast<std::size_t>(i)];
+      const double v = node_score[static_cast<std::size_t>(i)];
       if (!is_outlier(v, center, thresholds)) continue;
       slow_nodes.insert(i);
       Finding f;
@@ -123,9 +127,10 @@ std::vector<Finding> find_outliers(const PairMatrix& m, const std::vector<std::s
       f.hosts = {host(i)};
       f.value_gbs = v;
       f.reference_gbs = med;
-      f.message = fmt::format("slow node {}: its links run at {:.3f} GB/s (median), {:.0f}% of the {:.3f} GB/s of "
-                              "the other nodes' links",
-                              host(i), v, 100.0 * v / med, med);
+      f.message = fmt::format(
+          "slow node {}: its links run at {:.3f} GB/s (upper quartile), {:.0f}% of the {:.3f} GB/s of "
+          "the nodes' median",
+          host(i), v, 100.0 * v / med, med);
       findings.push_back(f);
     }
   }

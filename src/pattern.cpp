@@ -12,14 +12,22 @@ namespace {
 // partial sums of the pattern must stay within it in any reduction order.
 std::int64_t exact_cap(DType dtype) {
   switch (dtype) {
-    case DType::int8: return 127;
-    case DType::uint8: return 255;
-    case DType::half: return 2048;
-    case DType::bfloat16: return 256;
-    case DType::float32: return std::int64_t{1} << 24;
-    case DType::float64: return std::int64_t{1} << 53;
-    case DType::int32: return std::numeric_limits<std::int32_t>::max();
-    case DType::int64: return std::int64_t{1} << 62;
+    case DType::int8:
+      return 127;
+    case DType::uint8:
+      return 255;
+    case DType::half:
+      return 2048;
+    case DType::bfloat16:
+      return 256;
+    case DType::float32:
+      return std::int64_t{1} << 24;
+    case DType::float64:
+      return std::int64_t{1} << 53;
+    case DType::int32:
+      return std::numeric_limits<std::int32_t>::max();
+    case DType::int64:
+      return std::int64_t{1} << 62;
   }
   return 127;
 }
@@ -29,7 +37,8 @@ std::uint64_t mix(int rank, std::size_t index) {
 }
 
 std::int64_t move_value(DType dtype, int rank, std::size_t index) {
-  const std::uint64_t h = (static_cast<std::uint64_t>(rank) * 31U + static_cast<std::uint64_t>(index % 101) * 7U) % 101U;
+  const std::uint64_t h =
+      (static_cast<std::uint64_t>(rank) * 31U + static_cast<std::uint64_t>(index % 101) * 7U) % 101U;
   return is_signed(dtype) ? static_cast<std::int64_t>(h) - 50 : static_cast<std::int64_t>(h);
 }
 
@@ -109,21 +118,30 @@ std::int64_t from_floating(double value, bool* exact) {
 
 double load_real(DType dtype, std::span<const std::byte> data, std::size_t index) {
   switch (dtype) {
-    case DType::half: return half_bits_to_float(get<std::uint16_t>(data, index));
-    case DType::bfloat16: return bf16_bits_to_float(get<std::uint16_t>(data, index));
-    case DType::float32: return get<float>(data, index);
-    case DType::float64: return get<double>(data, index);
-    default: return 0.0;
+    case DType::half:
+      return half_bits_to_float(get<std::uint16_t>(data, index));
+    case DType::bfloat16:
+      return bf16_bits_to_float(get<std::uint16_t>(data, index));
+    case DType::float32:
+      return get<float>(data, index);
+    case DType::float64:
+      return get<double>(data, index);
+    default:
+      return 0.0;
   }
 }
 
 // Machine epsilon of the floating types.
 double epsilon(DType dtype) {
   switch (dtype) {
-    case DType::half: return std::ldexp(1.0, -10);
-    case DType::bfloat16: return std::ldexp(1.0, -7);
-    case DType::float32: return std::ldexp(1.0, -23);
-    default: return std::ldexp(1.0, -52);
+    case DType::half:
+      return std::ldexp(1.0, -10);
+    case DType::bfloat16:
+      return std::ldexp(1.0, -7);
+    case DType::float32:
+      return std::ldexp(1.0, -23);
+    default:
+      return std::ldexp(1.0, -52);
   }
 }
 
@@ -193,36 +211,63 @@ std::int64_t reduced_value(RedOp redop, DType dtype, int nranks, std::size_t ind
 
 std::int64_t garbage_value(DType dtype) {
   switch (dtype) {
-    case DType::int8: return -127;
-    case DType::uint8: return 255;
-    default: return -30720;  // exact in half and bfloat16, beyond every pattern
+    case DType::int8:
+      return -127;
+    case DType::uint8:
+      return 255;
+    default:
+      return -30720;  // exact in half and bfloat16, beyond every pattern
   }
 }
 
 void store(DType dtype, std::span<std::byte> data, std::size_t index, std::int64_t value) {
   switch (dtype) {
-    case DType::int8: put(data, index, static_cast<std::int8_t>(value)); break;
-    case DType::uint8: put(data, index, static_cast<std::uint8_t>(value)); break;
-    case DType::int32: put(data, index, static_cast<std::int32_t>(value)); break;
-    case DType::int64: put(data, index, value); break;
-    case DType::half: put(data, index, float_to_half_bits(static_cast<float>(value))); break;
-    case DType::bfloat16: put(data, index, float_to_bf16_bits(static_cast<float>(value))); break;
-    case DType::float32: put(data, index, static_cast<float>(value)); break;
-    case DType::float64: put(data, index, static_cast<double>(value)); break;
+    case DType::int8:
+      put(data, index, static_cast<std::int8_t>(value));
+      break;
+    case DType::uint8:
+      put(data, index, static_cast<std::uint8_t>(value));
+      break;
+    case DType::int32:
+      put(data, index, static_cast<std::int32_t>(value));
+      break;
+    case DType::int64:
+      put(data, index, value);
+      break;
+    case DType::half:
+      put(data, index, float_to_half_bits(static_cast<float>(value)));
+      break;
+    case DType::bfloat16:
+      put(data, index, float_to_bf16_bits(static_cast<float>(value)));
+      break;
+    case DType::float32:
+      put(data, index, static_cast<float>(value));
+      break;
+    case DType::float64:
+      put(data, index, static_cast<double>(value));
+      break;
   }
 }
 
 std::int64_t load(DType dtype, std::span<const std::byte> data, std::size_t index, bool* exact) {
   if (exact != nullptr) *exact = true;
   switch (dtype) {
-    case DType::int8: return get<std::int8_t>(data, index);
-    case DType::uint8: return get<std::uint8_t>(data, index);
-    case DType::int32: return get<std::int32_t>(data, index);
-    case DType::int64: return get<std::int64_t>(data, index);
-    case DType::half: return from_floating(half_bits_to_float(get<std::uint16_t>(data, index)), exact);
-    case DType::bfloat16: return from_floating(bf16_bits_to_float(get<std::uint16_t>(data, index)), exact);
-    case DType::float32: return from_floating(get<float>(data, index), exact);
-    case DType::float64: return from_floating(get<double>(data, index), exact);
+    case DType::int8:
+      return get<std::int8_t>(data, index);
+    case DType::uint8:
+      return get<std::uint8_t>(data, index);
+    case DType::int32:
+      return get<std::int32_t>(data, index);
+    case DType::int64:
+      return get<std::int64_t>(data, index);
+    case DType::half:
+      return from_floating(half_bits_to_float(get<std::uint16_t>(data, index)), exact);
+    case DType::bfloat16:
+      return from_floating(bf16_bits_to_float(get<std::uint16_t>(data, index)), exact);
+    case DType::float32:
+      return from_floating(get<float>(data, index), exact);
+    case DType::float64:
+      return from_floating(get<double>(data, index), exact);
   }
   return 0;
 }

@@ -69,7 +69,7 @@ std::vector<std::string> topology_facts(const RunResult& r) {
 
 const std::vector<std::string>& topology_fact_names() {
   static const std::vector<std::string> names{"GPU model", "GPUs per node", "GPU interconnect", "RDMA NICs per node",
-                                              "NIC rate", "GPU PCIe link", "anomalies"};
+                                              "NIC rate",  "GPU PCIe link", "anomalies"};
   return names;
 }
 
@@ -149,7 +149,8 @@ Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, con
     if (added) {
       const std::size_t g = report.groups.size();
       report.groups.push_back({g < 26 ? std::string(1, static_cast<char>('A' + g)) : fmt::format("G{}", g + 1),
-                               cluster_text(report.runs[i].result), {}});
+                               cluster_text(report.runs[i].result),
+                               {}});
     }
     report.groups[it->second].runs.push_back(i);
   }
@@ -213,7 +214,8 @@ Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, con
     for (std::size_t f = 0; f < topology_fact_names().size(); ++f) {
       TopologyRow row;
       row.what = topology_fact_names()[f];
-      for (const ReportGroup& g : report.groups) row.values.push_back(topology_facts(report.runs[g.runs.front()].result)[f]);
+      for (const ReportGroup& g : report.groups)
+        row.values.push_back(topology_facts(report.runs[g.runs.front()].result)[f]);
       row.differs = std::set<std::string>(row.values.begin(), row.values.end()).size() > 1;
       report.topology.push_back(std::move(row));
     }
@@ -254,9 +256,9 @@ void write_report_text(const Report& report, std::ostream& out) {
     }
     if (run.cost) {
       const CostSummary& c = *run.cost;
-      out << fmt::format("#\n# Cost at {}\n",
-                         c.price.per_gpu_hour ? fmt::format("{} per GPU-hour", money(*c.price.per_gpu_hour))
-                                              : fmt::format("{} per node-hour", money(*c.price.per_node_hour)));
+      out << fmt::format("#\n# Cost at {}\n", c.price.per_gpu_hour
+                                                  ? fmt::format("{} per GPU-hour", money(*c.price.per_gpu_hour))
+                                                  : fmt::format("{} per node-hour", money(*c.price.per_node_hour)));
       if (c.run_cost)
         out << fmt::format("#   this run: {} ({:.1f} s on {} GPUs, {} node{})\n", money(*c.run_cost),
                            r.duration_s.value_or(0), r.run.ranks, r.run.nodes, r.run.nodes == 1 ? "" : "s");
@@ -285,7 +287,8 @@ void write_report_text(const Report& report, std::ostream& out) {
     out << fmt::format("  {:<14} {:>8} {:>4} {:>10}", name(row.op), name(row.dtype),
                        row.placement == Placement::in_place ? "ip" : "oop", format_size(row.bytes));
     for (const auto& s : row.busbw) out << fmt::format(" {:>17}", spread_text(s));
-    for (std::size_t g = 1; g < row.busbw.size(); ++g) out << fmt::format(" {:>7}", ratio_text(row.busbw[0], row.busbw[g]));
+    for (std::size_t g = 1; g < row.busbw.size(); ++g)
+      out << fmt::format(" {:>7}", ratio_text(row.busbw[0], row.busbw[g]));
     out << '\n';
   }
   if (!report.ladder.empty()) {
@@ -319,18 +322,23 @@ void write_report_csv(const Report& report, std::ostream& out) {
   }
   out << "op,dtype,placement,size_bytes";
   for (const ReportGroup& g : report.groups)
-    out << fmt::format(",{0}_busbw_mean_GBps,{0}_busbw_sd_GBps,{0}_busbw_min_GBps,{0}_busbw_max_GBps,{0}_runs", g.label);
+    out << fmt::format(",{0}_busbw_mean_GBps,{0}_busbw_sd_GBps,{0}_busbw_min_GBps,{0}_busbw_max_GBps,{0}_runs",
+                       g.label);
   for (std::size_t g = 1; g < report.groups.size(); ++g) out << fmt::format(",{}_over_A", report.groups[g].label);
   out << '\n';
   for (const CompareRow& row : report.compare) {
     out << fmt::format("{},{},{},{}", name(row.op), name(row.dtype), name(row.placement), row.bytes);
     for (const auto& s : row.busbw) {
-      if (s) out << fmt::format(",{},{},{},{},{}", s->mean, s->sd, s->min, s->max, s->runs);
-      else out << ",,,,,0";
+      if (s)
+        out << fmt::format(",{},{},{},{},{}", s->mean, s->sd, s->min, s->max, s->runs);
+      else
+        out << ",,,,,0";
     }
     for (std::size_t g = 1; g < row.busbw.size(); ++g) {
-      if (row.busbw[0] && row.busbw[g] && row.busbw[0]->mean > 0) out << fmt::format(",{}", row.busbw[g]->mean / row.busbw[0]->mean);
-      else out << ',';
+      if (row.busbw[0] && row.busbw[g] && row.busbw[0]->mean > 0)
+        out << fmt::format(",{}", row.busbw[g]->mean / row.busbw[0]->mean);
+      else
+        out << ',';
     }
     out << '\n';
   }
@@ -344,8 +352,10 @@ int run_report(const RunConfig& config, std::ostream& out) {
   std::vector<ReportRun> runs;
   for (const std::string& path : rc.files) runs.push_back({path, read_result_file(path), {}, Level::ok, {}});
   const Report report = build_report(std::move(runs), rc, builtin_expectations());
-  if (!config.quiet) write_report_text(report, out);
-  else out << fmt::format("# Verdict: {}\n", name(report.level));
+  if (!config.quiet)
+    write_report_text(report, out);
+  else
+    out << fmt::format("# Verdict: {}\n", name(report.level));
   if (!config.csv_path.empty())
     write_file_atomically(config.csv_path, [&report](std::ostream& o) { write_report_csv(report, o); });
   if (!rc.html_path.empty())

@@ -13,11 +13,35 @@ namespace {
 using json = nlohmann::json;
 
 const std::set<std::string>& known_keywords() {
-  static const std::set<std::string> keywords{
-      "$schema", "$id", "$ref", "title", "description", "definitions", "type", "enum", "const", "required",
-      "properties", "additionalProperties", "items", "minItems", "maxItems", "uniqueItems", "minLength", "maxLength",
-      "pattern", "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "allOf", "anyOf", "oneOf", "not",
-      "default", "examples"};
+  static const std::set<std::string> keywords{"$schema",
+                                              "$id",
+                                              "$ref",
+                                              "title",
+                                              "description",
+                                              "definitions",
+                                              "type",
+                                              "enum",
+                                              "const",
+                                              "required",
+                                              "properties",
+                                              "additionalProperties",
+                                              "items",
+                                              "minItems",
+                                              "maxItems",
+                                              "uniqueItems",
+                                              "minLength",
+                                              "maxLength",
+                                              "pattern",
+                                              "minimum",
+                                              "maximum",
+                                              "exclusiveMinimum",
+                                              "exclusiveMaximum",
+                                              "allOf",
+                                              "anyOf",
+                                              "oneOf",
+                                              "not",
+                                              "default",
+                                              "examples"};
   return keywords;
 }
 
@@ -47,12 +71,15 @@ void check_schema(const json& root, const json& node, const std::string& where) 
     } else if (key == "additionalProperties" || key == "items" || key == "not") {
       check_schema(root, value, where + "/" + key);
     } else if (key == "allOf" || key == "anyOf" || key == "oneOf") {
-      for (std::size_t i = 0; i < value.size(); ++i) check_schema(root, value[i], fmt::format("{}/{}/{}", where, key, i));
+      for (std::size_t i = 0; i < value.size(); ++i)
+        check_schema(root, value[i], fmt::format("{}/{}/{}", where, key, i));
     }
   }
 }
 
-std::string join_path(const std::string& path, const std::string& step) { return path.empty() ? step : path + "/" + step; }
+std::string join_path(const std::string& path, const std::string& step) {
+  return path.empty() ? step : path + "/" + step;
+}
 
 std::string short_text(const json& value) {
   std::string text = value.dump();
@@ -213,7 +240,8 @@ class Run {
     if (const auto any = schema.find("anyOf"); any != schema.end()) {
       bool ok = false;
       for (const json& sub : *any) ok = ok || passes(sub);
-      if (!ok) errors.push_back({path, fmt::format("{} is not valid under any of the given schemas", short_text(value))});
+      if (!ok)
+        errors.push_back({path, fmt::format("{} is not valid under any of the given schemas", short_text(value))});
     }
     if (const auto one = schema.find("oneOf"); one != schema.end()) {
       int matched = 0;
@@ -221,7 +249,8 @@ class Run {
       if (matched == 0)
         errors.push_back({path, fmt::format("{} is not valid under any of the given schemas", short_text(value))});
       else if (matched > 1)
-        errors.push_back({path, fmt::format("{} is valid under more than one of the given schemas", short_text(value))});
+        errors.push_back(
+            {path, fmt::format("{} is valid under more than one of the given schemas", short_text(value))});
     }
     if (const auto n = schema.find("not"); n != schema.end() && passes(*n))
       errors.push_back({path, fmt::format("{} should not be valid under {}", short_text(value), short_text(*n))});
@@ -233,7 +262,9 @@ class Run {
 
 }  // namespace
 
-SchemaValidator::SchemaValidator(nlohmann::json schema) : schema_(std::move(schema)) { check_schema(schema_, schema_, "#"); }
+SchemaValidator::SchemaValidator(nlohmann::json schema) : schema_(std::move(schema)) {
+  check_schema(schema_, schema_, "#");
+}
 
 std::vector<SchemaError> SchemaValidator::validate(const nlohmann::json& document, std::size_t max_errors) const {
   std::vector<SchemaError> errors;

@@ -197,11 +197,16 @@ std::optional<double> leading_number(const std::string& text) {
 
 const char* label(PciPath path) {
   switch (path) {
-    case PciPath::pix: return "PIX";
-    case PciPath::pxb: return "PXB";
-    case PciPath::phb: return "PHB";
-    case PciPath::node: return "NODE";
-    case PciPath::sys: return "SYS";
+    case PciPath::pix:
+      return "PIX";
+    case PciPath::pxb:
+      return "PXB";
+    case PciPath::phb:
+      return "PHB";
+    case PciPath::node:
+      return "NODE";
+    case PciPath::sys:
+      return "SYS";
   }
   return "?";
 }
@@ -209,10 +214,14 @@ const char* label(PciPath path) {
 const char* describe(PciPath path) {
   switch (path) {
     case PciPath::pix:
-    case PciPath::pxb: return "same PCIe switch";
-    case PciPath::phb: return "same PCIe root complex";
-    case PciPath::node: return "same NUMA node";
-    case PciPath::sys: return "across sockets";
+    case PciPath::pxb:
+      return "same PCIe switch";
+    case PciPath::phb:
+      return "same PCIe root complex";
+    case PciPath::node:
+      return "same NUMA node";
+    case PciPath::sys:
+      return "across sockets";
   }
   return "unknown";
 }
@@ -293,8 +302,10 @@ HostInfo probe_host(const ProbeRoots& roots, std::vector<std::string>& notes) {
       if (!(fields >> kib)) kib = -1;
       break;
     }
-    if (kib > 0) host.memory_bytes = static_cast<std::uint64_t>(kib) * 1024U;
-    else r.note("/proc/meminfo", "no readable MemTotal line");
+    if (kib > 0)
+      host.memory_bytes = static_cast<std::uint64_t>(kib) * 1024U;
+    else
+      r.note("/proc/meminfo", "no readable MemTotal line");
   }
 
   const fs::path node_dir = roots.sysfs / "devices/system/node";
@@ -304,8 +315,10 @@ HostInfo probe_host(const ProbeRoots& roots, std::vector<std::string>& notes) {
         std::all_of(name.begin() + 4, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       ++numa;
   }
-  if (numa > 0) host.numa_nodes = numa;
-  else r.note(r.shown(node_dir), "no NUMA node entries");
+  if (numa > 0)
+    host.numa_nodes = numa;
+  else
+    r.note(r.shown(node_dir), "no NUMA node entries");
 
   if (const auto os_release = r.whole(roots.etc / "os-release")) {
     std::istringstream in(*os_release);
@@ -313,7 +326,8 @@ HostInfo probe_host(const ProbeRoots& roots, std::vector<std::string>& notes) {
     while (std::getline(in, line)) {
       if (line.rfind("PRETTY_NAME=", 0) != 0) continue;
       std::string value = trim(line.substr(12));
-      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\'')) value = value.substr(1, value.size() - 2);
+      if (value.size() >= 2 && (value.front() == '"' || value.front() == '\''))
+        value = value.substr(1, value.size() - 2);
       if (!value.empty()) host.os = value;
     }
     if (!host.os) r.note("/etc/os-release", "no PRETTY_NAME");
@@ -492,9 +506,12 @@ GpuDirectRdma probe_gpudirect(const ProbeRoots& roots, std::vector<std::string>&
     if (!gdr.module && fs::exists(roots.sysfs / "module" / name / "initstate")) gdr.module = name;
   }
   if (fs::exists(roots.sysfs / "module")) told = true;
-  if (gdr.module) gdr.status = "ready";
-  else if (told) gdr.status = "absent";
-  else r.note("GPUDirect RDMA", "neither /proc/modules nor /sys/module is readable");
+  if (gdr.module)
+    gdr.status = "ready";
+  else if (told)
+    gdr.status = "absent";
+  else
+    r.note("GPUDirect RDMA", "neither /proc/modules nor /sys/module is readable");
   if (fs::exists(roots.sysfs / "kernel/dmabuf")) gdr.dma_buf = true;
   return gdr;
 }
@@ -510,8 +527,10 @@ std::optional<PciPath> pci_path(const ProbeRoots& roots, const std::string& a, c
     std::vector<std::string> out;
     for (const auto& part : p) {
       const std::string s = part.string();
-      if (s.rfind("pci", 0) == 0 && s.size() > 3 && s.find(':') != std::string::npos) out.assign(1, s);
-      else if (!out.empty() && is_bus_id(s)) out.push_back(s);
+      if (s.rfind("pci", 0) == 0 && s.size() > 3 && s.find(':') != std::string::npos)
+        out.assign(1, s);
+      else if (!out.empty() && is_bus_id(s))
+        out.push_back(s);
     }
     return out;
   };

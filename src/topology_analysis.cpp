@@ -66,8 +66,7 @@ void compare_nodes(const Context& c, const std::vector<NodeTopology>& nodes) {
   const auto usual_model = mode(models);
   for (const NodeTopology& n : nodes) {
     if (usual_count && n.gpus.size() != *usual_count)
-      c.add("gpu_count", n.host.hostname, "",
-            fmt::format("{} GPUs; most nodes have {}", n.gpus.size(), *usual_count));
+      c.add("gpu_count", n.host.hostname, "", fmt::format("{} GPUs; most nodes have {}", n.gpus.size(), *usual_count));
     if (usual_driver && n.host.gpu_driver && *n.host.gpu_driver != *usual_driver)
       c.add("driver", n.host.hostname, "",
             fmt::format("driver {}; most nodes run {}", *n.host.gpu_driver, *usual_driver));
@@ -118,8 +117,8 @@ void check_pcie(const Context& c, const std::vector<NodeTopology>& nodes) {
 void check_nvlink(const Context& c, const std::vector<NodeTopology>& nodes) {
   std::map<std::string, int> best_active;
   const auto active = [](const GpuInfo& g) {
-    return static_cast<int>(std::count_if(g.nvlinks.begin(), g.nvlinks.end(),
-                                          [](const NvLink& l) { return l.active == true; }));
+    return static_cast<int>(
+        std::count_if(g.nvlinks.begin(), g.nvlinks.end(), [](const NvLink& l) { return l.active == true; }));
   };
   for (const NodeTopology& n : nodes) {
     for (const GpuInfo& g : n.gpus) best_active[model_of(g)] = std::max(best_active[model_of(g)], active(g));

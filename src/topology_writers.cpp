@@ -102,10 +102,11 @@ std::string gib(std::uint64_t bytes) { return fmt::format("{:.1f} GiB", static_c
 nlohmann::ordered_json node_to_json(const NodeTopology& node) {
   ojson j;
   const HostInfo& h = node.host;
-  j["host"] = {{"hostname", h.hostname},   {"cpu_model", opt(h.cpu_model)},   {"sockets", opt(h.sockets)},
-               {"cores", opt(h.cores)},     {"threads", opt(h.threads)},       {"memory_bytes", opt(h.memory_bytes)},
-               {"numa_nodes", opt(h.numa_nodes)}, {"os", opt(h.os)},         {"kernel", opt(h.kernel)},
-               {"gpu_driver", opt(h.gpu_driver)}};
+  j["host"] = {{"hostname", h.hostname},          {"cpu_model", opt(h.cpu_model)},
+               {"sockets", opt(h.sockets)},       {"cores", opt(h.cores)},
+               {"threads", opt(h.threads)},       {"memory_bytes", opt(h.memory_bytes)},
+               {"numa_nodes", opt(h.numa_nodes)}, {"os", opt(h.os)},
+               {"kernel", opt(h.kernel)},         {"gpu_driver", opt(h.gpu_driver)}};
   j["gpu_status"] = node.gpu_status.empty() ? ojson(nullptr) : ojson(node.gpu_status);
   ojson gpus = ojson::array();
   for (const GpuInfo& g : node.gpus) {
@@ -303,8 +304,7 @@ void write_node(const NodeTopology& n, std::ostream& out) {
       const PcieLink& p = g.pcie;
       std::string nic = "-";
       if (i < n.nearest_nic.size() && n.nearest_nic[i].nic)
-        nic = fmt::format("{} {}", *n.nearest_nic[i].nic,
-                          n.nearest_nic[i].path ? label(*n.nearest_nic[i].path) : "?");
+        nic = fmt::format("{} {}", *n.nearest_nic[i].nic, n.nearest_nic[i].path ? label(*n.nearest_nic[i].path) : "?");
       const auto gen = [](std::optional<int> v) { return v ? std::to_string(*v) : std::string("?"); };
       out << fmt::format("  {:<4} {:<13} {:<26} {:>5} {:<17} {:<14} {:>6} {:>6} {:>6}\n",
                          g.index ? std::to_string(*g.index) : fmt::format("({})", i), g.pci_bus_id,
@@ -317,7 +317,8 @@ void write_node(const NodeTopology& n, std::ostream& out) {
     // The matrix, as nvidia-smi topo -m lays it out.
     out << fmt::format("  {:<6}", "");
     for (std::size_t j = 0; j < n.gpus.size(); ++j) out << fmt::format(" {:>5}", fmt::format("GPU{}", j));
-    for (const NicInfo& nic : n.nics) out << fmt::format(" {:>{}}", nic.name, std::max<std::size_t>(nic.name.size(), 4));
+    for (const NicInfo& nic : n.nics)
+      out << fmt::format(" {:>{}}", nic.name, std::max<std::size_t>(nic.name.size(), 4));
     out << '\n';
     for (std::size_t i = 0; i < n.gpus.size(); ++i) {
       out << fmt::format("  {:<6}", fmt::format("GPU{}", i));
@@ -343,21 +344,22 @@ void write_node(const NodeTopology& n, std::ostream& out) {
                            nic.speed_gbps ? fmt::format("{:g} Gb/s", *nic.speed_gbps) : "speed unknown",
                            num_or_unknown(nic.mtu));
     }
-    out << fmt::format("  {:<14} {:<10} {:<13} {:<7} {}\n", nic.name, nic.kind,
-                       nic.pci_address.value_or(nic.bus), nic.numa_node ? fmt::format("NUMA {}", *nic.numa_node) : "NUMA ?",
-                       detail);
+    out << fmt::format("  {:<14} {:<10} {:<13} {:<7} {}\n", nic.name, nic.kind, nic.pci_address.value_or(nic.bus),
+                       nic.numa_node ? fmt::format("NUMA {}", *nic.numa_node) : "NUMA ?", detail);
   }
   out << fmt::format("  GPUDirect RDMA: {}{}\n", n.gpudirect.status,
                      n.gpudirect.module ? fmt::format(" ({})", *n.gpudirect.module) : "");
   if (!n.notes.empty())
-    out << fmt::format("  {} fact{} unknown or odd; the JSON lists why\n", n.notes.size(), n.notes.size() == 1 ? "" : "s");
+    out << fmt::format("  {} fact{} unknown or odd; the JSON lists why\n", n.notes.size(),
+                       n.notes.size() == 1 ? "" : "s");
 }
 
 }  // namespace
 
 void write_topology_summary(const ClusterTopology& cluster, std::ostream& out) {
   out << fmt::format("# topology: {} node{}, {} configuration{}\n", cluster.nodes.size(),
-                     cluster.nodes.size() == 1 ? "" : "s", cluster.groups.size(), cluster.groups.size() == 1 ? "" : "s");
+                     cluster.nodes.size() == 1 ? "" : "s", cluster.groups.size(),
+                     cluster.groups.size() == 1 ? "" : "s");
   for (std::size_t g = 0; g < cluster.groups.size(); ++g) {
     const NodeGroup& group = cluster.groups[g];
     out << fmt::format("configuration {} ({} node{}: {})\n  {}\n", g + 1, group.hosts.size(),

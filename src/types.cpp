@@ -11,7 +11,8 @@ namespace {
 
 std::string lower(std::string_view text) {
   std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
@@ -36,13 +37,11 @@ constexpr std::array<std::pair<std::string_view, Op>, 7> op_names{{
 
 // Canonical names first; nccl-tests' spellings accepted too.
 constexpr std::array<std::pair<std::string_view, DType>, 19> dtype_names{{
-    {"int8", DType::int8},          {"uint8", DType::uint8},      {"int32", DType::int32},
-    {"int64", DType::int64},        {"half", DType::half},        {"bfloat16", DType::bfloat16},
-    {"float", DType::float32},      {"double", DType::float64},   {"char", DType::int8},
-    {"int", DType::int32},          {"uint8_t", DType::uint8},    {"float16", DType::half},
-    {"fp16", DType::half},          {"bf16", DType::bfloat16},    {"float32", DType::float32},
-    {"fp32", DType::float32},       {"float64", DType::float64},  {"fp64", DType::float64},
-    {"int64_t", DType::int64},
+    {"int8", DType::int8},       {"uint8", DType::uint8},       {"int32", DType::int32},     {"int64", DType::int64},
+    {"half", DType::half},       {"bfloat16", DType::bfloat16}, {"float", DType::float32},   {"double", DType::float64},
+    {"char", DType::int8},       {"int", DType::int32},         {"uint8_t", DType::uint8},   {"float16", DType::half},
+    {"fp16", DType::half},       {"bf16", DType::bfloat16},     {"float32", DType::float32}, {"fp32", DType::float32},
+    {"float64", DType::float64}, {"fp64", DType::float64},      {"int64_t", DType::int64},
 }};
 
 constexpr std::array<std::pair<std::string_view, RedOp>, 5> redop_names{{
@@ -76,9 +75,7 @@ std::string_view name(RedOp redop) {
   return "?";
 }
 
-std::string_view name(Placement placement) {
-  return placement == Placement::in_place ? "in_place" : "out_of_place";
-}
+std::string_view name(Placement placement) { return placement == Placement::in_place ? "in_place" : "out_of_place"; }
 
 std::optional<Op> parse_op(std::string_view text) { return lookup(op_names, text); }
 std::optional<DType> parse_dtype(std::string_view text) { return lookup(dtype_names, text); }
@@ -91,8 +88,8 @@ const std::vector<Op>& all_ops() {
 }
 
 const std::vector<DType>& all_dtypes() {
-  static const std::vector<DType> dtypes{DType::int8,  DType::uint8,    DType::int32,   DType::int64,
-                                         DType::half,  DType::bfloat16, DType::float32, DType::float64};
+  static const std::vector<DType> dtypes{DType::int8, DType::uint8,    DType::int32,   DType::int64,
+                                         DType::half, DType::bfloat16, DType::float32, DType::float64};
   return dtypes;
 }
 

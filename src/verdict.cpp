@@ -27,7 +27,8 @@ template <typename T>
 T most_common(const std::vector<T>& values) {
   std::map<T, int> counts;
   for (const T& v : values) ++counts[v];
-  return std::max_element(counts.begin(), counts.end(), [](const auto& a, const auto& b) { return a.second < b.second; })
+  return std::max_element(counts.begin(), counts.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
       ->first;
 }
 
@@ -48,9 +49,9 @@ const SweepRecord* largest_measured(const RunResult& result, Op op) {
 
 struct Measured {
   std::optional<double> value;
-  std::string what;        // "all-reduce busbw"
-  std::string why_not;     // when there is no value
-  std::size_t bytes = 0;   // size measured at, when it matters
+  std::string what;       // "all-reduce busbw"
+  std::string why_not;    // when there is no value
+  std::size_t bytes = 0;  // size measured at, when it matters
 };
 
 Measured measure_figure(const RunResult& result, const Hardware& hw, const std::string& figure) {
@@ -114,8 +115,7 @@ Level judge(double value, double expected, const Expectations& e) {
 
 std::string expected_text(const Reference& r) {
   const std::string approx = r.approximate ? "≈" : "";
-  if (r.expected_high_gbs)
-    return fmt::format("{}{}-{} GB/s", approx, gbs(r.expected_gbs), gbs(*r.expected_high_gbs));
+  if (r.expected_high_gbs) return fmt::format("{}{}-{} GB/s", approx, gbs(r.expected_gbs), gbs(*r.expected_high_gbs));
   return fmt::format("{}{} GB/s", approx, gbs(r.expected_gbs));
 }
 
@@ -171,18 +171,14 @@ Verdict gate_verdict(const Gate& gate, const std::vector<Sample>& samples, const
                                 [&](const Sample& s) { return compare(s.value, gate.comparison, gate.value); });
   v.level = pass ? Level::ok : Level::fail;
   v.reason = fmt::format("{}{} {}{} {} {}{}", samples.size() > 1 ? "worst " : "", number(worst_sample->value), unit,
-                         worst_sample->where.empty() ? "" : " (" + worst_sample->where + ")",
-                         pass ? "meets" : "fails", gate.comparison, number(gate.value));
+                         worst_sample->where.empty() ? "" : " (" + worst_sample->where + ")", pass ? "meets" : "fails",
+                         gate.comparison, number(gate.value));
   return v;
 }
 
-Verdict missing(const Gate& gate, const std::string& why) {
-  return Verdict{Level::fail, "gate", gate.text, why, ""};
-}
+Verdict missing(const Gate& gate, const std::string& why) { return Verdict{Level::fail, "gate", gate.text, why, ""}; }
 
-std::string op_unit(const std::string& metric) {
-  return metric == "busbw" || metric == "algbw" ? "GB/s" : "us";
-}
+std::string op_unit(const std::string& metric) { return metric == "busbw" || metric == "algbw" ? "GB/s" : "us"; }
 
 Verdict evaluate_op_gate(const Gate& gate, Op op, const RunResult& result) {
   std::vector<std::size_t> sizes;
@@ -194,15 +190,16 @@ Verdict evaluate_op_gate(const Gate& gate, Op op, const RunResult& result) {
   for (const SweepRecord& r : result.records) {
     if (r.op != op || !r.timing || r.bytes != size) continue;
     const Timing& t = *r.timing;
-    const double value = gate.metric == "busbw"   ? t.busbw_gbs
-                         : gate.metric == "algbw" ? t.algbw_gbs
+    const double value = gate.metric == "busbw"     ? t.busbw_gbs
+                         : gate.metric == "algbw"   ? t.algbw_gbs
                          : gate.metric == "time_us" ? t.time_us
                          : gate.metric == "p50_us"  ? t.p50_us
                                                     : t.p99_us;
     samples.push_back({value, fmt::format("{} {} {} {}", name(op), format_size(r.bytes), name(r.dtype),
                                           r.placement == Placement::in_place ? "in-place" : "out-of-place")});
   }
-  if (samples.empty()) return missing(gate, fmt::format("{} at {} was not measured in this run", name(op), format_size(size)));
+  if (samples.empty())
+    return missing(gate, fmt::format("{} at {} was not measured in this run", name(op), format_size(size)));
   return gate_verdict(gate, samples, op_unit(gate.metric));
 }
 
@@ -269,10 +266,14 @@ Verdict evaluate_topo_gate(const Gate& gate, const RunResult& result) {
 
 std::string_view name(Level level) {
   switch (level) {
-    case Level::info: return "INFO";
-    case Level::ok: return "OK";
-    case Level::warn: return "WARN";
-    case Level::fail: return "FAIL";
+    case Level::info:
+      return "INFO";
+    case Level::ok:
+      return "OK";
+    case Level::warn:
+      return "WARN";
+    case Level::fail:
+      return "FAIL";
   }
   return "?";
 }
@@ -295,8 +296,10 @@ Hardware detect_hardware(const ClusterTopology& topology) {
       if (const auto w = g.pcie.current_width ? g.pcie.current_width : g.pcie.max_width) widths.push_back(*w);
       for (const NvLink& l : g.nvlinks) {
         if (l.active.value_or(false) || !l.active) {
-          if (l.remote_kind && *l.remote_kind == "switch") nvswitch = true;
-          else if (l.active.value_or(false)) nvlink = true;
+          if (l.remote_kind && *l.remote_kind == "switch")
+            nvswitch = true;
+          else if (l.active.value_or(false))
+            nvlink = true;
         }
       }
     }
@@ -329,15 +332,21 @@ Hardware detect_hardware(const ClusterTopology& topology) {
 
 std::string describe(const Hardware& hw) {
   std::vector<std::string> parts;
-  if (hw.gpus_per_node == 0) parts.emplace_back("no GPU");
-  else parts.push_back(fmt::format("{}×{}", hw.gpus_per_node, hw.gpu_model.value_or("GPU (model unknown)")));
-  if (hw.gpu_link == "nvswitch") parts.emplace_back("NVSwitch");
-  else if (hw.gpu_link == "nvlink") parts.emplace_back("NVLink");
-  else if (hw.gpu_link == "pcie") parts.emplace_back("PCIe only between GPUs");
+  if (hw.gpus_per_node == 0)
+    parts.emplace_back("no GPU");
+  else
+    parts.push_back(fmt::format("{}×{}", hw.gpus_per_node, hw.gpu_model.value_or("GPU (model unknown)")));
+  if (hw.gpu_link == "nvswitch")
+    parts.emplace_back("NVSwitch");
+  else if (hw.gpu_link == "nvlink")
+    parts.emplace_back("NVLink");
+  else if (hw.gpu_link == "pcie")
+    parts.emplace_back("PCIe only between GPUs");
   if (hw.rdma_nics > 0)
     parts.push_back(fmt::format("{}×{}{}", hw.rdma_nics, hw.nic_kind,
                                 hw.nic_rate_gbps ? fmt::format(" {:.0f} Gb/s", *hw.nic_rate_gbps) : ""));
-  else parts.emplace_back("no active RDMA NIC");
+  else
+    parts.emplace_back("no active RDMA NIC");
   if (hw.pcie_gen) parts.push_back(fmt::format("PCIe Gen{} x{}", *hw.pcie_gen, hw.pcie_width.value_or(0)));
   return join(parts);
 }
@@ -407,8 +416,7 @@ std::vector<Verdict> health_verdicts(const RunResult& result) {
     out.push_back({Level::fail, "data", "data check", fmt::format("{} wrong elements", result.wrong_total), ""});
   if (!result.complete)
     out.push_back({Level::warn, "complete", "run", "the run did not finish (interrupted, or still running)", ""});
-  for (const Finding& f : result.findings)
-    out.push_back({Level::warn, "finding", join(f.hosts), f.message, ""});
+  for (const Finding& f : result.findings) out.push_back({Level::warn, "finding", join(f.hosts), f.message, ""});
   if (result.topology)
     for (const Anomaly& a : result.topology->anomalies)
       out.push_back({Level::warn, "anomaly", a.device.empty() ? a.host : a.host + " " + a.device,
@@ -416,7 +424,8 @@ std::vector<Verdict> health_verdicts(const RunResult& result) {
   if (result.scaling)
     for (const LevelResult& l : result.scaling->levels)
       if (!l.warning.empty())
-        out.push_back({Level::warn, "ladder", fmt::format("{} {} nodes", name(l.op), l.nodes_per_group), l.warning, ""});
+        out.push_back(
+            {Level::warn, "ladder", fmt::format("{} {} nodes", name(l.op), l.nodes_per_group), l.warning, ""});
   return out;
 }
 
@@ -450,13 +459,14 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
     v.source = ref.source;
     if (!m.value) {
       v.level = Level::info;
-      v.reason = fmt::format("no reference applies: {} (reference {} for {})", m.why_not, expected_text(ref), ref.label);
+      v.reason =
+          fmt::format("no reference applies: {} (reference {} for {})", m.why_not, expected_text(ref), ref.label);
     } else if (m.bytes > 0 && m.bytes < ref.min_bytes) {
       v.level = Level::info;
-      v.reason = fmt::format("no reference at this size: {} {} GB/s at {}; the {} reference for {} needs messages of "
-                             "{} or more",
-                             m.what, gbs(*m.value), format_size(m.bytes), expected_text(ref), ref.label,
-                             format_size(ref.min_bytes));
+      v.reason = fmt::format(
+          "no reference at this size: {} {} GB/s at {}; the {} reference for {} needs messages of "
+          "{} or more",
+          m.what, gbs(*m.value), format_size(m.bytes), expected_text(ref), ref.label, format_size(ref.min_bytes));
     } else {
       v.level = judge(*m.value, ref.expected_gbs, expectations);
       v.reason = fmt::format("{} {} GB/s is {:.0f}% of the {} expected for {}", m.what, gbs(*m.value),

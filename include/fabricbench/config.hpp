@@ -26,10 +26,10 @@ struct IterationPolicy {
 // The scaling ladder (`scale`, part of `run` on several nodes).
 struct ScaleConfig {
   std::vector<Op> ops{Op::allreduce, Op::allgather};
-  std::size_t bytes = std::size_t{256} << 20;   // capped by mem_cap
-  std::size_t mem_cap = std::size_t{2} << 30;   // buffer memory per rank
-  bool sweep = false;                           // also a short sweep up to `bytes`
-  std::optional<double> nic_gbit_per_node;      // NIC line rate per node, when known
+  std::size_t bytes = std::size_t{256} << 20;  // capped by mem_cap
+  std::size_t mem_cap = std::size_t{2} << 30;  // buffer memory per rank
+  bool sweep = false;                          // also a short sweep up to `bytes`
+  std::optional<double> nic_gbit_per_node;     // NIC line rate per node, when known
   // Projected data-parallel training, when grad_bytes > 0.
   std::size_t grad_bytes = 0;
   double compute_ms = 0;
@@ -57,14 +57,14 @@ struct GpuConfig {
 // Decisions on results: gates, references, prices, and the report's own
 // outputs (`report`; the gates and prices on the measuring commands too).
 struct ReportConfig {
-  std::vector<std::string> files;      // report: result files to read
-  std::string html_path;               // report: the self-contained HTML page
-  std::vector<std::string> expects;    // gate expressions, e.g. "allreduce.busbw>=350"
-  bool expect_reference = false;       // gate on the expectations file's verdicts
-  bool fail_on_warn = false;           // WARN exits 1
+  std::vector<std::string> files;    // report: result files to read
+  std::string html_path;             // report: the self-contained HTML page
+  std::vector<std::string> expects;  // gate expressions, e.g. "allreduce.busbw>=350"
+  bool expect_reference = false;     // gate on the expectations file's verdicts
+  bool fail_on_warn = false;         // WARN exits 1
   std::optional<double> price_per_gpu_hour;
   std::optional<double> price_per_node_hour;
-  std::string profile;                 // "smoke" or empty
+  std::string profile;  // "smoke" or empty
 };
 
 struct RunConfig {

@@ -48,28 +48,28 @@ int error_rank();
 void warn_cuda_error(cudaError_t code, const char* call, const char* file, int line) noexcept;
 void warn_nccl_error(ncclResult_t code, const char* call, const char* file, int line) noexcept;
 
-#define FB_CUDA_CHECK(call)                                                                    \
-  do {                                                                                         \
-    const cudaError_t fb_cuda_status_ = (call);                                                \
+#define FB_CUDA_CHECK(call)                                                                                          \
+  do {                                                                                                               \
+    const cudaError_t fb_cuda_status_ = (call);                                                                      \
     if (fb_cuda_status_ != cudaSuccess) ::fabricbench::throw_cuda_error(fb_cuda_status_, #call, __FILE__, __LINE__); \
   } while (false)
-#define FB_CUDA_WARN(call)                                                                     \
-  do {                                                                                         \
-    const cudaError_t fb_cuda_status_ = (call);                                                \
+#define FB_CUDA_WARN(call)                                                                                          \
+  do {                                                                                                              \
+    const cudaError_t fb_cuda_status_ = (call);                                                                     \
     if (fb_cuda_status_ != cudaSuccess) ::fabricbench::warn_cuda_error(fb_cuda_status_, #call, __FILE__, __LINE__); \
   } while (false)
 // ncclInProgress is success for a non-blocking communicator: the caller polls.
-#define FB_NCCL_CHECK(call)                                                                    \
-  do {                                                                                         \
-    const ncclResult_t fb_nccl_status_ = (call);                                               \
-    if (fb_nccl_status_ != ncclSuccess && fb_nccl_status_ != ncclInProgress)                   \
-      ::fabricbench::throw_nccl_error(fb_nccl_status_, #call, __FILE__, __LINE__);              \
+#define FB_NCCL_CHECK(call)                                                        \
+  do {                                                                             \
+    const ncclResult_t fb_nccl_status_ = (call);                                   \
+    if (fb_nccl_status_ != ncclSuccess && fb_nccl_status_ != ncclInProgress)       \
+      ::fabricbench::throw_nccl_error(fb_nccl_status_, #call, __FILE__, __LINE__); \
   } while (false)
-#define FB_NCCL_WARN(call)                                                                     \
-  do {                                                                                         \
-    const ncclResult_t fb_nccl_status_ = (call);                                               \
-    if (fb_nccl_status_ != ncclSuccess && fb_nccl_status_ != ncclInProgress)                   \
-      ::fabricbench::warn_nccl_error(fb_nccl_status_, #call, __FILE__, __LINE__);               \
+#define FB_NCCL_WARN(call)                                                        \
+  do {                                                                            \
+    const ncclResult_t fb_nccl_status_ = (call);                                  \
+    if (fb_nccl_status_ != ncclSuccess && fb_nccl_status_ != ncclInProgress)      \
+      ::fabricbench::warn_nccl_error(fb_nccl_status_, #call, __FILE__, __LINE__); \
   } while (false)
 
 // Whether CUDA devices are visible, asked without side effects beyond

@@ -27,14 +27,14 @@ struct DeviceSelectionInput {
 };
 
 struct DeviceSelection {
-  int device = -1;          // index among the visible devices; -1 on error
+  int device = -1;  // index among the visible devices; -1 on error
   int local_rank = 0;
   std::string local_rank_source;  // "OMPI_COMM_WORLD_LOCAL_RANK", ..., or "shared-memory group"
-  bool shared = false;      // another rank of the node drives the same device
+  bool shared = false;            // another rank of the node drives the same device
   // Several ranks each see one device: sharing is decided by comparing the
   // devices' UUIDs across the node (an error unless allowed).
   bool compare_uuids = false;
-  std::string error;        // non-empty: why no device was chosen (a usage error)
+  std::string error;  // non-empty: why no device was chosen (a usage error)
 };
 
 DeviceSelection select_device(const DeviceSelectionInput& input);

@@ -16,10 +16,10 @@ struct Layout {
   int node = 0;        // this rank's node index
   int local_rank = 0;  // rank within the node
   int nodes = 1;
-  std::vector<int> node_of_rank;          // by world rank
-  std::vector<int> local_rank_of_rank;    // by world rank
-  std::vector<int> ranks_per_node;        // by node index
-  std::vector<std::string> hostnames;     // by node index
+  std::vector<int> node_of_rank;        // by world rank
+  std::vector<int> local_rank_of_rank;  // by world rank
+  std::vector<int> ranks_per_node;      // by node index
+  std::vector<std::string> hostnames;   // by node index
 };
 
 // Collective over `world`.
@@ -28,8 +28,8 @@ Layout discover_layout(const Comm& world);
 // The part of discovery that is pure logic: from each rank's hostname and the
 // world rank that leads its shared-memory group, derive the layout as seen by
 // `rank`.
-Layout layout_from(int rank, const std::vector<std::string>& hostname_of_rank,
-                   const std::vector<int>& leader_of_rank, const std::vector<int>& local_rank_of_rank);
+Layout layout_from(int rank, const std::vector<std::string>& hostname_of_rank, const std::vector<int>& leader_of_rank,
+                   const std::vector<int>& local_rank_of_rank);
 
 std::string this_hostname();
 

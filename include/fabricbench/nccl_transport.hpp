@@ -34,8 +34,8 @@
 namespace fabricbench {
 
 struct NcclOptions {
-  int device = 0;                      // index among the visible devices
-  bool graph = false;                  // --graph
+  int device = 0;                                                // index among the visible devices
+  bool graph = false;                                            // --graph
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};  // --timeout
 };
 

@@ -54,9 +54,9 @@ struct PairsResult {
   std::vector<int> rounds;
   int ranks_per_node = 0;
   std::vector<std::string> hosts;
-  PairMatrix nodes;                   // node <-> node (symmetric), summed over rails
-  std::vector<PairMatrix> intra;      // per node: local rank <-> local rank
-  std::uint64_t wrong = 0;            // wrong elements over all rounds
+  PairMatrix nodes;               // node <-> node (symmetric), summed over rails
+  std::vector<PairMatrix> intra;  // per node: local rank <-> local rank
+  std::uint64_t wrong = 0;        // wrong elements over all rounds
 };
 
 // When a bandwidth is an outlier: below (1 - drop) x the median, and more than
@@ -81,15 +81,15 @@ enum class FindingKind { slow_node, slow_link };
 
 struct Finding {
   FindingKind kind = FindingKind::slow_node;
-  std::vector<int> nodes;          // the node, or the link's two ends (from, to)
+  std::vector<int> nodes;  // the node, or the link's two ends (from, to)
   std::vector<std::string> hosts;
-  double value_gbs = 0;            // the node's median link, or the link's bandwidth
-  double reference_gbs = 0;        // the median it is compared with
+  double value_gbs = 0;      // the node's median link, or the link's bandwidth
+  double reference_gbs = 0;  // the median it is compared with
   std::string message;
 };
 
-// Slow nodes first: a node whose median link bandwidth is an outlier among
-// the nodes' medians (all its links slow). Then slow links among the links
+// Slow nodes first: a node whose upper-quartile link bandwidth is an outlier
+// among the nodes' (all, or nearly all, its links slow). Then slow links among the links
 // that touch no slow node.
 std::vector<Finding> find_outliers(const PairMatrix& matrix, const std::vector<std::string>& hosts,
                                    const OutlierThresholds& thresholds);

@@ -43,7 +43,7 @@ void fill_garbage(DType dtype, std::span<std::byte> recv, std::size_t elements);
 // Number of wrong elements in this rank's output (recv, counts.recv elements)
 // for the operation. Ranks that receive nothing (non-root ranks of reduce)
 // return 0.
-std::uint64_t count_wrong(Op op, DType dtype, RedOp redop, int rank, int nranks, int root,
-                          const Counts& counts, std::span<const std::byte> recv);
+std::uint64_t count_wrong(Op op, DType dtype, RedOp redop, int rank, int nranks, int root, const Counts& counts,
+                          std::span<const std::byte> recv);
 
 }  // namespace fabricbench::pattern

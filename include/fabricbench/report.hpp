@@ -36,9 +36,9 @@ struct CostPoint {
 };
 struct CostSummary {
   PriceInfo price;
-  std::optional<double> run_cost;  // duration × (GPUs × GPU price, or nodes × node price)
-  std::string why_no_run_cost;     // when run_cost is empty
-  std::vector<CostPoint> training; // from the scaling projection, when there is one
+  std::optional<double> run_cost;   // duration × (GPUs × GPU price, or nodes × node price)
+  std::string why_no_run_cost;      // when run_cost is empty
+  std::vector<CostPoint> training;  // from the scaling projection, when there is one
 };
 // nullopt when no price is known.
 std::optional<CostSummary> cost_of(const RunResult& result, const PriceInfo& override_price);
@@ -52,9 +52,9 @@ struct ReportRun {
 };
 
 struct ReportGroup {
-  std::string label;                // "A", "B", ...
-  std::string cluster;              // "2 nodes (node-a, node-b), 4 ranks, mpi"
-  std::vector<std::size_t> runs;    // indices into Report::runs
+  std::string label;              // "A", "B", ...
+  std::string cluster;            // "2 nodes (node-a, node-b), 4 ranks, mpi"
+  std::vector<std::size_t> runs;  // indices into Report::runs
 };
 
 // One compared point: op, dtype, placement and size; one spread per group.
@@ -82,10 +82,10 @@ struct TopologyRow {
 struct Report {
   std::vector<ReportRun> runs;
   std::vector<ReportGroup> groups;
-  std::vector<CompareRow> compare;   // when several runs
-  std::vector<LadderRow> ladder;     // when several runs and any has a ladder
-  std::vector<TopologyRow> topology; // when several groups and any has a topology
-  Level level = Level::ok;           // worst over the runs
+  std::vector<CompareRow> compare;    // when several runs
+  std::vector<LadderRow> ladder;      // when several runs and any has a ladder
+  std::vector<TopologyRow> topology;  // when several groups and any has a topology
+  Level level = Level::ok;            // worst over the runs
   int exit_code = 0;
 };
 

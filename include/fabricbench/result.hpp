@@ -19,25 +19,25 @@ namespace fabricbench {
 struct ToolInfo {
   std::string version;
   std::string git;
-  std::vector<std::string> transports;            // compiled in
-  std::map<std::string, std::string> libraries;   // name -> version (built against / at run time)
+  std::vector<std::string> transports;           // compiled in
+  std::map<std::string, std::string> libraries;  // name -> version (built against / at run time)
 };
 
 // The price of the machines, as the person running the tool gave it (any
 // currency): what the reports turn into the cost of the run and of training.
 struct PriceInfo {
-  std::optional<double> per_gpu_hour;   // per rank-hour: one rank drives one GPU
+  std::optional<double> per_gpu_hour;  // per rank-hour: one rank drives one GPU
   std::optional<double> per_node_hour;
 };
 
 // Who ran where, and how.
 struct RunInfo {
-  std::string start_utc;        // ISO 8601, e.g. 2026-11-29T19:09:14Z
+  std::string start_utc;  // ISO 8601, e.g. 2026-11-29T19:09:14Z
   std::vector<std::string> command_line;
   int ranks = 0;
   int nodes = 0;
-  std::vector<int> ranks_per_node;          // by node index
-  std::vector<std::string> hostnames;       // by node index
+  std::vector<int> ranks_per_node;     // by node index
+  std::vector<std::string> hostnames;  // by node index
   std::string transport;
   std::map<std::string, std::string> environment;  // NCCL_*, UCX_*, OMPI_MCA_*, ...
   // nccl: one line per rank, "rank R: host GPU index name bus-id UUID (compute X.Y)".
@@ -53,8 +53,8 @@ struct Timing {
   double p50_us = 0;       // per-iteration times, each the mean over ranks
   double p99_us = 0;
   double cv = 0;
-  double algbw_gbs = 0;    // bytes / time_us, GB = 1e9 bytes
-  double busbw_gbs = 0;    // algbw * busbw_factor
+  double algbw_gbs = 0;  // bytes / time_us, GB = 1e9 bytes
+  double busbw_gbs = 0;  // algbw * busbw_factor
   int iterations = 0;
   std::optional<std::uint64_t> wrong;  // summed over ranks; nullopt when not checked
 };
@@ -66,23 +66,23 @@ struct SweepRecord {
   std::optional<RedOp> redop;  // reducing ops only
   std::optional<int> root;     // rooted ops only
   Placement placement = Placement::out_of_place;
-  std::size_t bytes = 0;       // reported size S
-  std::size_t count = 0;       // elements per call, as nccl-tests' count column
-  int ranks = 0;               // ranks in the group that ran it
-  std::optional<Timing> timing;   // nullopt when skipped
-  std::string skipped;            // why, when skipped
+  std::size_t bytes = 0;         // reported size S
+  std::size_t count = 0;         // elements per call, as nccl-tests' count column
+  int ranks = 0;                 // ranks in the group that ran it
+  std::optional<Timing> timing;  // nullopt when skipped
+  std::string skipped;           // why, when skipped
 };
 
 struct RunResult {
   ToolInfo tool;
   RunInfo run;
   std::vector<SweepRecord> records;
-  std::optional<ScaleResult> scaling;   // the ladder, when it ran
-  std::optional<PairsResult> pairs;     // the pair matrix, when it ran
-  std::vector<Finding> findings;        // slow nodes and links from the pair matrix
+  std::optional<ScaleResult> scaling;       // the ladder, when it ran
+  std::optional<PairsResult> pairs;         // the pair matrix, when it ran
+  std::vector<Finding> findings;            // slow nodes and links from the pair matrix
   std::optional<ClusterTopology> topology;  // the topology probe, when it ran
-  bool complete = false;       // false while the run is still going (or was interrupted)
-  std::optional<double> duration_s;  // wall time from start to the last save
+  bool complete = false;                    // false while the run is still going (or was interrupted)
+  std::optional<double> duration_s;         // wall time from start to the last save
   std::uint64_t wrong_total = 0;
   bool checked = false;
 };

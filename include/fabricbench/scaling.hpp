@@ -49,10 +49,10 @@ struct LevelResult {
   std::vector<GroupResult> groups;
   double busbw_min_gbs = 0;
   double busbw_median_gbs = 0;
-  std::optional<double> efficiency;       // median busbw / median busbw of 1 node
-  std::optional<double> ceiling_gbs;      // NIC-bound busbw ceiling, when the line rate is known
-  std::optional<double> ceiling_fraction; // median busbw / ceiling
-  std::string warning;                    // e.g. busbw above the NIC ceiling
+  std::optional<double> efficiency;        // median busbw / median busbw of 1 node
+  std::optional<double> ceiling_gbs;       // NIC-bound busbw ceiling, when the line rate is known
+  std::optional<double> ceiling_fraction;  // median busbw / ceiling
+  std::string warning;                     // e.g. busbw above the NIC ceiling
 };
 
 // The NIC-bound bus-bandwidth ceiling of a multi-node group: each rank's

@@ -28,7 +28,7 @@ struct PcieLink {
 };
 
 struct NvLink {
-  int link = 0;                       // NVML link index
+  int link = 0;  // NVML link index
   std::optional<bool> active;
   std::optional<int> version;
   std::optional<std::string> remote_pci;   // bus id at the other end
@@ -36,17 +36,17 @@ struct NvLink {
 };
 
 struct GpuInfo {
-  std::optional<int> index;               // CUDA/NVML index; empty when seen only in sysfs
-  std::string pci_bus_id;                 // "0000:18:00.0", lower case, 4-digit domain
+  std::optional<int> index;  // CUDA/NVML index; empty when seen only in sysfs
+  std::string pci_bus_id;    // "0000:18:00.0", lower case, 4-digit domain
   std::optional<std::string> name;
   std::optional<std::string> uuid;
   std::optional<std::uint64_t> memory_bytes;
   std::optional<int> sm_count;
   std::optional<int> numa_node;
   PcieLink pcie;
-  std::vector<NvLink> nvlinks;            // supported links only
-  std::optional<std::string> mig_mode;    // "enabled", "disabled"
-  std::optional<std::string> ecc_mode;    // "enabled", "disabled"
+  std::vector<NvLink> nvlinks;          // supported links only
+  std::optional<std::string> mig_mode;  // "enabled", "disabled"
+  std::optional<std::string> ecc_mode;  // "enabled", "disabled"
   // Measured, GB/s (1e9 bytes per second).
   std::optional<double> h2d_gbs;
   std::optional<double> d2h_gbs;
@@ -82,30 +82,30 @@ struct NicInfo {
   std::string bus;                         // "pci", "virtio", "unknown"
   std::optional<std::string> driver;
   std::optional<int> numa_node;
-  std::optional<std::string> firmware;     // RDMA devices
-  std::vector<NicPort> ports;              // RDMA devices
-  std::vector<std::string> netdevs;        // RDMA devices: their network interfaces
-  std::optional<double> speed_gbps;        // Ethernet interfaces
+  std::optional<std::string> firmware;  // RDMA devices
+  std::vector<NicPort> ports;           // RDMA devices
+  std::vector<std::string> netdevs;     // RDMA devices: their network interfaces
+  std::optional<double> speed_gbps;     // Ethernet interfaces
   std::optional<int> mtu;
-  std::optional<std::string> operstate;    // "up", "down", ...
+  std::optional<std::string> operstate;  // "up", "down", ...
 };
 
 struct GpuDirectRdma {
-  std::string status = "unknown";          // "ready", "absent", "unknown"
-  std::optional<std::string> module;       // "nvidia_peermem" or "nv_peer_mem" when loaded
-  std::optional<bool> dma_buf;             // the kernel exposes dma-buf (the GPU side is not verified)
+  std::string status = "unknown";     // "ready", "absent", "unknown"
+  std::optional<std::string> module;  // "nvidia_peermem" or "nv_peer_mem" when loaded
+  std::optional<bool> dma_buf;        // the kernel exposes dma-buf (the GPU side is not verified)
 };
 
 // The nearest NIC of one GPU.
 struct GpuNicAffinity {
-  std::string gpu;                         // the GPU's PCI bus id
-  std::optional<std::string> nic;          // empty when no NIC with a PCI address
-  std::optional<PciPath> path;             // empty when it cannot be told
+  std::string gpu;                 // the GPU's PCI bus id
+  std::optional<std::string> nic;  // empty when no NIC with a PCI address
+  std::optional<PciPath> path;     // empty when it cannot be told
 };
 
 struct NodeTopology {
   HostInfo host;
-  std::vector<GpuInfo> gpus;               // by index, then PCI bus id
+  std::vector<GpuInfo> gpus;  // by index, then PCI bus id
   // Why no GPU is visible ("no GPU visible (...)"); empty when GPUs were found
   // through CUDA/NVML.
   std::string gpu_status;
@@ -121,15 +121,15 @@ struct NodeTopology {
   std::vector<std::vector<std::optional<int>>> p2p_rank;
   // Device-to-device copy bandwidth between local GPUs, GB/s; empty when not measured.
   std::vector<std::vector<std::optional<double>>> d2d_gbs;
-  std::string method;                      // how the bandwidths were measured; empty when not measured
-  std::vector<std::string> notes;          // "what: why" for each fact that could not be told
+  std::string method;              // how the bandwidths were measured; empty when not measured
+  std::vector<std::string> notes;  // "what: why" for each fact that could not be told
 };
 
 // A problem rank 0 names, by host and device.
 struct Anomaly {
-  std::string kind;    // "gpu_count", "gpu_model", "driver", "pcie_downtrained", "nvlink_down",
-                       // "nic_port_down", "nic_slow", "gpudirect_rdma_absent", "gpu_no_local_nic",
-                       // "h2d_slow", "d2h_slow"
+  std::string kind;  // "gpu_count", "gpu_model", "driver", "pcie_downtrained", "nvlink_down",
+                     // "nic_port_down", "nic_slow", "gpudirect_rdma_absent", "gpu_no_local_nic",
+                     // "h2d_slow", "d2h_slow"
   std::string host;
   std::string device;  // "GPU 3 (0000:5d:00.0)", "mlx5_3 port 1", or empty for the node
   std::string detail;
@@ -137,15 +137,15 @@ struct Anomaly {
 
 // Nodes of identical configuration.
 struct NodeGroup {
-  std::string signature;             // one line describing the configuration
+  std::string signature;  // one line describing the configuration
   std::vector<std::string> hosts;
 };
 
 struct ClusterTopology {
-  std::vector<NodeTopology> nodes;   // by node index
-  std::vector<NodeGroup> groups;     // largest first
+  std::vector<NodeTopology> nodes;  // by node index
+  std::vector<NodeGroup> groups;    // largest first
   std::vector<Anomaly> anomalies;
-  std::vector<std::string> notes;    // cluster-wide remarks that are not anomalies
+  std::vector<std::string> notes;  // cluster-wide remarks that are not anomalies
 };
 
 }  // namespace fabricbench

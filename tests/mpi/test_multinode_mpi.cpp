@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "fabricbench/multinode.hpp"
 #include "fabricbench/mpi_transport.hpp"
+#include "fabricbench/multinode.hpp"
 
 namespace fabricbench {
 namespace {

@@ -18,13 +18,17 @@ class LoggingTransport final : public Transport {
   std::string_view name() const override { return inner_.name(); }
   int rank() const override { return inner_.rank(); }
   int size() const override { return inner_.size(); }
-  std::optional<std::string> unsupported(Op op, DType d, RedOp r) const override { return inner_.unsupported(op, d, r); }
+  std::optional<std::string> unsupported(Op op, DType d, RedOp r) const override {
+    return inner_.unsupported(op, d, r);
+  }
   void prepare(const OpSpec& s) override { inner_.prepare(s); }
   void fill(const OpSpec& s) override { inner_.fill(s); }
   void run_once(const OpSpec& s) override { inner_.run_once(s); }
   std::uint64_t verify(const OpSpec& s) override { return inner_.verify(s); }
   void barrier() override { inner_.barrier(); }
-  std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override { return inner_.split(sub, color, key); }
+  std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override {
+    return inner_.split(sub, color, key);
+  }
   BatchTiming time_batch(const OpSpec& s, int iters) override {
     if (rank_ == 1 && iters == warmup_) std::this_thread::sleep_for(std::chrono::milliseconds(3));
     batches.push_back(iters);

@@ -26,6 +26,10 @@ HOSTS = ["node0", "node1", "node2", "node3"]
 RATE = "100mbit"
 # Small messages and few iterations: a throttled link moves 12.5 MB/s.
 COMMON = ["--iters", "4", "--warmup", "1", "-q"]
+# Name only what runs below a fifth of the median: the throttled links run at
+# a fortieth, while the test bed's own noise (8 ranks on 2 shared cores, and
+# tc's queues slowing a throttled host's other traffic) reaches a half.
+FINDINGS = ["--outlier-drop", "0.8"]
 
 
 def testbed(*args, check=True, timeout=600):
@@ -98,7 +102,7 @@ class MultiHost(unittest.TestCase):
 
     def test_slow_host_is_named(self):
         testbed("throttle", "node2", RATE)
-        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", *COMMON)
+        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", *FINDINGS, *COMMON)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
         findings = doc["findings"]
@@ -112,7 +116,7 @@ class MultiHost(unittest.TestCase):
 
     def test_slow_link_is_named(self):
         testbed("throttle-pair", "node0", "node3", RATE)
-        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", *COMMON)
+        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", *FINDINGS, *COMMON)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
         findings = doc["findings"]
@@ -131,7 +135,7 @@ class MultiHost(unittest.TestCase):
     def test_full_run_prints_ladder_matrix_and_names_the_throttled_host(self):
         testbed("throttle", "node1", RATE)
         proc, doc = fabricbench(self.json, "run", "--sizes", "64K", "--ops", "allreduce", "--scale-bytes", "1M",
-                                "--pair-bytes", "1M", "--grad-bytes", "1M", "--compute-ms", "50",
+                                "--pair-bytes", "1M", *FINDINGS, "--grad-bytes", "1M", "--compute-ms", "50",
                                 "--iters", "4", "--warmup", "1")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)

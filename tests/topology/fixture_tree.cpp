@@ -190,8 +190,8 @@ void pcie4_roce(const Tree& t, const std::string& hostname) {
         pci(t, dsp, bdf(r + 3 + k), "0x10de", "0x030200", numa, &gen4x16, "nvidia");
       } else {
         const std::string nic = pci(t, dsp, bdf(r + 5), "0x15b3", "0x020000", numa, nullptr, "mlx5_core");
-        rdma(t, nic, fmt::format("mlx5_{}", s), "200 Gb/sec (4X HDR)", "Ethernet",
-             fmt::format("enp{}s0np0", r + 5), 1, "200000", 9000);
+        rdma(t, nic, fmt::format("mlx5_{}", s), "200 Gb/sec (4X HDR)", "Ethernet", fmt::format("enp{}s0np0", r + 5), 1,
+             "200000", 9000);
       }
     }
   }
@@ -243,8 +243,8 @@ void write_fixture(const std::string& name, const std::filesystem::path& root, c
   } else if (name == "dgx-pcie-gen4x8") {
     dgx(t, hostname, true);
     const unsigned r = dgx_roots[2];
-    const std::string gpu = fmt::format("sys/devices/pci0000:{:02x}/{}/{}/{}/{}/", r, bdf(r, 1), bdf(r + 1),
-                                        bdf(r + 2, 0), bdf(r + 3));
+    const std::string gpu =
+        fmt::format("sys/devices/pci0000:{:02x}/{}/{}/{}/{}/", r, bdf(r, 1), bdf(r + 1), bdf(r + 2, 0), bdf(r + 3));
     t.file(gpu + "current_link_speed", "16.0 GT/s PCIe\n");
     t.file(gpu + "current_link_width", "8\n");
   } else if (name == "dgx-no-peermem") {

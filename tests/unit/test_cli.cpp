@@ -33,10 +33,11 @@ TEST(Cli, NoSubcommandMeansRunWithDefaults) {
 }
 
 TEST(Cli, SweepOptions) {
-  const RunConfig c = parse({"sweep", "-b", "8", "-e", "64M", "-f", "4", "--ops", "allreduce,alltoall", "--dtype",
-                             "double,int8", "--redop", "max", "--root", "1", "--iters", "7", "--warmup", "2",
-                             "--no-check", "--inplace", "only", "--json", "a.json", "--csv", "a.csv", "-q",
-                             "--transport", "mpi"});
+  const RunConfig c = parse(
+      {"sweep",       "-b",          "8",         "-e",   "64M",    "-f",     "4",       "--ops", "allreduce,alltoall",
+       "--dtype",     "double,int8", "--redop",   "max",  "--root", "1",      "--iters", "7",     "--warmup",
+       "2",           "--no-check",  "--inplace", "only", "--json", "a.json", "--csv",   "a.csv", "-q",
+       "--transport", "mpi"});
   EXPECT_EQ(c.command, Command::sweep);
   EXPECT_EQ(c.sizes.size(), 12U);
   EXPECT_EQ(c.sizes[1], 32U);

@@ -65,7 +65,9 @@ void collectives(const Comm& c) {
     for (int q = 1; q < n; ++q) members += q % 2 == r % 2 ? 1 : 0;
     EXPECT_EQ(sub.size(), members);
     const std::vector<std::string> order = sub.allgather(std::to_string(r));
-    EXPECT_EQ(order.front(), std::to_string(r % 2 == 1 ? (n - 1) % 2 == 1 ? n - 1 : n - 2 : (n - 1) % 2 == 0 ? n - 1 : n - 2));
+    EXPECT_EQ(order.front(), std::to_string(r % 2 == 1         ? (n - 1) % 2 == 1 ? n - 1 : n - 2
+                                            : (n - 1) % 2 == 0 ? n - 1
+                                                               : n - 2));
   }
   const Comm node = c.split_shared();
   EXPECT_EQ(node.size(), n);

@@ -102,6 +102,24 @@ TEST(Findings, SlowLinkNamesBothEnds) {
   EXPECT_NE(f[0].message.find("slow link a <-> d"), std::string::npos);
 }
 
+TEST(Findings, OneSlowLinkAndANoisyOneDoNotMakeASlowNode) {
+  // node0: one throttled link and one that noise halved (seen on a shared
+  // 2-core machine); its other link is normal. That is a slow link.
+  PairMatrix m(4);
+  set_pair(m, 0, 1, 0.22);
+  set_pair(m, 0, 2, 0.50);
+  set_pair(m, 0, 3, 0.01);
+  set_pair(m, 1, 2, 0.51);
+  set_pair(m, 1, 3, 0.55);
+  set_pair(m, 2, 3, 0.48);
+  for (const Finding& f : find_outliers(m, hosts, {})) EXPECT_EQ(f.kind, FindingKind::slow_link);
+  // Only what is far below the median: the throttled link alone.
+  const auto f = find_outliers(m, hosts, OutlierThresholds{4.0, 0.8});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].kind, FindingKind::slow_link);
+  EXPECT_EQ(f[0].nodes, (std::vector<int>{0, 3}));
+}
+
 TEST(Findings, SlowLinkInAWidelySpreadCluster) {
   // Links spread by 3x (as on shared test machines) still show a 30x outlier.
   PairMatrix m(4);
@@ -136,7 +154,7 @@ TEST(Outlier, BothConditionsMustHold) {
   const RobustCenter tight = robust_center({10.0, 10.0, 10.0, 10.0, 9.99});
   EXPECT_FALSE(is_outlier(9.0, tight, {}));  // many MADs below, but only 10% down
   const RobustCenter wide = robust_center({1.0, 10.0, 100.0, 5.0, 50.0});
-  EXPECT_FALSE(is_outlier(2.0, wide, {}));   // 80% down, but within the spread
+  EXPECT_FALSE(is_outlier(2.0, wide, {}));  // 80% down, but within the spread
   EXPECT_TRUE(is_outlier(1e-5, wide, {}));
 }
 

@@ -19,17 +19,27 @@ Bytes reference_output(Op op, DType dtype, RedOp redop, int rank, int n, int roo
   const std::size_t elt = element_size(dtype);
   std::vector<Bytes> in(static_cast<std::size_t>(n), Bytes(c.send * elt));
   for (int r = 0; r < n; ++r) pattern::fill_input(op, dtype, redop, r, n, root, c, in[static_cast<std::size_t>(r)]);
-  const auto value = [&](int r, std::size_t i) { return pattern::load(dtype, in[static_cast<std::size_t>(r)], i, nullptr); };
+  const auto value = [&](int r, std::size_t i) {
+    return pattern::load(dtype, in[static_cast<std::size_t>(r)], i, nullptr);
+  };
   const auto reduce_at = [&](std::size_t i) {
     std::int64_t acc = value(0, i);
     for (int r = 1; r < n; ++r) {
       const std::int64_t v = value(r, i);
       switch (redop) {
         case RedOp::sum:
-        case RedOp::avg: acc += v; break;
-        case RedOp::prod: acc *= v; break;
-        case RedOp::min: acc = std::min(acc, v); break;
-        case RedOp::max: acc = std::max(acc, v); break;
+        case RedOp::avg:
+          acc += v;
+          break;
+        case RedOp::prod:
+          acc *= v;
+          break;
+        case RedOp::min:
+          acc = std::min(acc, v);
+          break;
+        case RedOp::max:
+          acc = std::max(acc, v);
+          break;
       }
     }
     return redop == RedOp::avg ? acc / n : acc;
@@ -47,7 +57,8 @@ Bytes reference_output(Op op, DType dtype, RedOp redop, int rank, int n, int roo
       break;
     case Op::allgather:
       for (int s = 0; s < n; ++s)
-        for (std::size_t i = 0; i < p; ++i) pattern::store(dtype, out, static_cast<std::size_t>(s) * p + i, value(s, i));
+        for (std::size_t i = 0; i < p; ++i)
+          pattern::store(dtype, out, static_cast<std::size_t>(s) * p + i, value(s, i));
       break;
     case Op::alltoall:
       for (int s = 0; s < n; ++s)

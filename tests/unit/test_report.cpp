@@ -140,8 +140,9 @@ TEST(Gates, ParseErrorsNameTheExpression) {
             "--expect 'allreduce.busbw': no comparison (use >=, <=, >, < or ==), e.g. allreduce.busbw>=350");
   EXPECT_EQ(message_of([] { (void)parse_gate("allreduce.busbw>=fast"); }),
             "--expect 'allreduce.busbw>=fast': 'fast' is not a number");
-  EXPECT_EQ(message_of([] { (void)parse_gate("allreduce.speed>=1"); }),
-            "--expect 'allreduce.speed>=1': unknown metric 'speed' for allreduce (busbw, algbw, time_us, p50_us, p99_us)");
+  EXPECT_EQ(
+      message_of([] { (void)parse_gate("allreduce.speed>=1"); }),
+      "--expect 'allreduce.speed>=1': unknown metric 'speed' for allreduce (busbw, algbw, time_us, p50_us, p99_us)");
   EXPECT_EQ(message_of([] { (void)parse_gate("allgather.busbw@64Q>=1"); }),
             "--expect 'allgather.busbw@64Q>=1': '@64Q' is not a size (bytes, or K/M/G, e.g. @64M)");
   EXPECT_NE(message_of([] { (void)parse_gate("gpu.busbw>=1"); }).find("unknown subject 'gpu'"), std::string::npos);

@@ -47,7 +47,7 @@ TEST(Ladder, EfficiencyAgainstOneNodeOfTheSameOpAndSize) {
   EXPECT_DOUBLE_EQ(levels[1].busbw_median_gbs, 45);
   EXPECT_DOUBLE_EQ(*levels[1].efficiency, 0.45);
   EXPECT_DOUBLE_EQ(*levels[2].efficiency, 1.0);  // its own op's baseline
-  EXPECT_FALSE(levels[1].ceiling_gbs);            // no NIC rate known
+  EXPECT_FALSE(levels[1].ceiling_gbs);           // no NIC rate known
 }
 
 TEST(Ladder, NicCeilingAndInflatedTwoNodeWarning) {

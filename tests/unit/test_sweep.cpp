@@ -12,11 +12,11 @@ TEST(Iterations, FillTheTimeBudgetWithinBounds) {
   p.min_time_ms = 20;
   p.min_iters = 5;
   p.max_iters = 1000;
-  EXPECT_EQ(choose_iterations(p, 1e-3), 20);     // 1 ms each: 20 fill 20 ms
-  EXPECT_EQ(choose_iterations(p, 3e-3), 7);      // rounded up
-  EXPECT_EQ(choose_iterations(p, 1.0), 5);       // slow: the lower bound
-  EXPECT_EQ(choose_iterations(p, 1e-9), 1000);   // fast: the upper bound
-  EXPECT_EQ(choose_iterations(p, 0.0), 1000);    // unmeasurably fast
+  EXPECT_EQ(choose_iterations(p, 1e-3), 20);    // 1 ms each: 20 fill 20 ms
+  EXPECT_EQ(choose_iterations(p, 3e-3), 7);     // rounded up
+  EXPECT_EQ(choose_iterations(p, 1.0), 5);      // slow: the lower bound
+  EXPECT_EQ(choose_iterations(p, 1e-9), 1000);  // fast: the upper bound
+  EXPECT_EQ(choose_iterations(p, 0.0), 1000);   // unmeasurably fast
 }
 
 TEST(Iterations, FixedCountWins) {

@@ -38,9 +38,7 @@ class TempDir {
   fs::path path_;
 };
 
-ProbeRoots roots_of(const fs::path& root) {
-  return probe_roots((root / "sys").string(), (root / "proc").string());
-}
+ProbeRoots roots_of(const fs::path& root) { return probe_roots((root / "sys").string(), (root / "proc").string()); }
 
 RecordedGpuSource no_gpu() {
   GpuReport report;
@@ -241,14 +239,18 @@ TEST(TopologyFixture, MalformedEntriesBecomeUnknownWithANote) {
   const auto has = [&](const std::string& text) {
     return std::any_of(n.notes.begin(), n.notes.end(), [&](const std::string& s) { return s.find(text) == 0; });
   };
-  EXPECT_TRUE(has("/sys/bus/pci/devices/0000:43:00.0/current_link_speed: "
-                  "not text"));
-  EXPECT_TRUE(has("/sys/bus/pci/devices/0000:43:00.0/current_link_width: "
-                  "'sixteen' is not a number"));
-  EXPECT_TRUE(has("/sys/bus/pci/devices/0000:43:00.0/max_link_width: "
-                  "unreadable (Is a directory)"));
-  EXPECT_TRUE(has("/sys/bus/pci/devices/0000:43:00.0/numa_node: "
-                  "unreadable (No such file or directory)"));
+  EXPECT_TRUE(
+      has("/sys/bus/pci/devices/0000:43:00.0/current_link_speed: "
+          "not text"));
+  EXPECT_TRUE(
+      has("/sys/bus/pci/devices/0000:43:00.0/current_link_width: "
+          "'sixteen' is not a number"));
+  EXPECT_TRUE(
+      has("/sys/bus/pci/devices/0000:43:00.0/max_link_width: "
+          "unreadable (Is a directory)"));
+  EXPECT_TRUE(
+      has("/sys/bus/pci/devices/0000:43:00.0/numa_node: "
+          "unreadable (No such file or directory)"));
   EXPECT_TRUE(has("/sys/class/infiniband/mlx5_0/ports/1/rate: 'fast' is not a rate"));
   EXPECT_TRUE(has("/proc/meminfo: no readable MemTotal line"));
   EXPECT_TRUE(has("/sys/class/net/eno1/device: dangling"));
@@ -444,7 +446,8 @@ TEST(TopologyNetworkRate, ActiveRdmaPortsOrEthernetOrUnknown) {
   EXPECT_EQ(network_gbit(probe_fixture(dir, "dgx-port-down", "down")), 2800.0);
   // virtio does not report a speed: no rate, never a guess.
   EXPECT_FALSE(network_gbit(probe_fixture(dir, "cloud-vm", "vm")));
-  const ClusterTopology two = analyze_cluster({probe_fixture(dir, "dgx", "a"), probe_fixture(dir, "dgx-slow-port", "b")});
+  const ClusterTopology two =
+      analyze_cluster({probe_fixture(dir, "dgx", "a"), probe_fixture(dir, "dgx-slow-port", "b")});
   EXPECT_EQ(network_gbit_per_node(two), 3000.0);
   const ClusterTopology mixed = analyze_cluster({probe_fixture(dir, "dgx", "c"), probe_fixture(dir, "cloud-vm", "d")});
   EXPECT_FALSE(network_gbit_per_node(mixed));

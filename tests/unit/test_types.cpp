@@ -25,7 +25,8 @@ TEST(BusBw, RootedAndPointToPointFactorIsOne) {
 TEST(Names, RoundTripEveryOpAndDtype) {
   for (const Op op : all_ops()) EXPECT_EQ(parse_op(name(op)), op);
   for (const DType d : all_dtypes()) EXPECT_EQ(parse_dtype(name(d)), d);
-  for (const RedOp r : {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg}) EXPECT_EQ(parse_redop(name(r)), r);
+  for (const RedOp r : {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg})
+    EXPECT_EQ(parse_redop(name(r)), r);
 }
 
 TEST(Names, AcceptsNcclTestsSpellingsAndRejectsUnknown) {
