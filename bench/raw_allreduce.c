@@ -35,6 +35,8 @@
 #include <mpi.h>
 
 #include <errno.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +69,7 @@ static long parse_int(const char* text, long low) {
   char* end = NULL;
   errno = 0;
   const long v = strtol(text, &end, 10);
-  if (errno != 0 || end == text || *end != '\0' || v < low) usage();
+  if (errno != 0 || end == text || *end != '\0' || v < low || v > INT_MAX) usage();
   return v;
 }
 
@@ -82,7 +84,7 @@ static size_t parse_size(const char* text) {
   else if (*end == 'G' || *end == 'g') scale = 1ULL << 30;
   if (scale != 1) ++end;
   if (*end == 'B' || *end == 'b') ++end;
-  if (*end != '\0') usage();
+  if (*end != '\0' || v > SIZE_MAX / scale) usage();
   return (size_t)(v * scale);
 }
 

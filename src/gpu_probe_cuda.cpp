@@ -404,7 +404,10 @@ class SystemGpuSource final : public GpuInfoSource {
       if (pinned != nullptr) {
         out.h2d_gbs[i] = time_copy(
             d, fmt::format("GPU {} host-to-device", d),
-            [&](cudaStream_t s) { return cudaMemcpyAsync(src, pinned, copy_bytes, cudaMemcpyHostToDevice, s); },
+            // The device buffer `src` is the destination here; it is the source of the later copies.
+            [&](cudaStream_t s) {
+              return cudaMemcpyAsync(src, pinned, copy_bytes, cudaMemcpyHostToDevice, s);
+            },  // NOLINT(readability-suspicious-call-argument)
             out.notes);
         out.d2h_gbs[i] = time_copy(
             d, fmt::format("GPU {} device-to-host", d),

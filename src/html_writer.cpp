@@ -251,7 +251,7 @@ void heatmap(const PairMatrix& m, const std::vector<std::string>& labels, const 
       esc(id), W, H, W, H);
   for (int i = 0; i < m.size; ++i) {
     const std::string& label = labels[static_cast<std::size_t>(i)];
-    const bool slow = slow_nodes.count(i) > 0;
+    const bool slow = slow_nodes.contains(i);
     out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\"{}>{}{}</text>\n", L - 6,
                        T + cell * i + cell / 2 + 4, slow ? " fill=\"#c23b3b\" font-weight=\"bold\"" : "", esc(label),
                        slow ? " !" : "");
@@ -271,7 +271,7 @@ void heatmap(const PairMatrix& m, const std::vector<std::string>& labels, const 
       // Red (slow) to green (at the median or above), through yellow.
       const int red = rel < 0.5 ? 220 : static_cast<int>(220 - (rel - 0.5) * 2 * 174);
       const int green = rel < 0.5 ? static_cast<int>(60 + rel * 2 * 120) : static_cast<int>(180 - (1 - rel) * 40);
-      const bool flagged = slow_links.count({i, j}) > 0 || slow_nodes.count(i) > 0 || slow_nodes.count(j) > 0;
+      const bool flagged = slow_links.contains({i, j}) || slow_nodes.contains(i) || slow_nodes.contains(j);
       out << fmt::format(
           "<rect class=\"cell{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"rgb({},{},80)\" "
           "stroke=\"{}\" stroke-width=\"{}\"><title>{} → {}: {} GB/s{}</title></rect>\n",

@@ -81,10 +81,10 @@ int mpi_count(std::size_t count) {
 
 }  // namespace
 
-MpiTransport::MpiTransport(const Comm& comm) : comm_(&comm) {}
+MpiTransport::MpiTransport(const Comm& comm) : comm_(&comm), rank_(comm.rank()), size_(comm.size()) {}
 
-int MpiTransport::rank() const { return comm_->rank(); }
-int MpiTransport::size() const { return comm_->size(); }
+int MpiTransport::rank() const { return rank_; }
+int MpiTransport::size() const { return size_; }
 
 std::optional<std::string> MpiTransport::unsupported(Op op, DType dtype, RedOp redop) const {
   if (dtype == DType::half || dtype == DType::bfloat16)
@@ -128,66 +128,94 @@ void MpiTransport::fill(const OpSpec& spec) {
   }
 }
 
-void MpiTransport::issue(const OpSpec& spec) {
-  const MPI_Comm comm = native_handle(*comm_);
-  const MPI_Datatype type = mpi_datatype(spec.dtype);
-  const bool in_place = spec.placement == Placement::in_place;
-  void* send = send_.bytes().data();
-  void* recv = recv_.bytes().data();
-  const int r = rank();
-  const int n = size();
-  switch (spec.op) {
+// Everything a call needs, worked out once per batch so that the timed loop
+// only issues calls (at 8 B a call takes a fraction of a microsecond, and
+// per-call lookups would show in the figure).
+struct MpiCall {
+  Op op = Op::allreduce;
+  MPI_Comm comm = MPI_COMM_NULL;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  MPI_Op reduction = MPI_OP_NULL;
+  int count = 0;
+  int root = 0;
+  bool is_root = false;
+  bool in_place = false;
+  void* send = nullptr;
+  void* recv = nullptr;
+  int to = 0;
+  int from = 0;
+};
+
+namespace {
+
+// Hands `body` a callable that issues the call once, picked per op here so
+// that the dispatch happens once per batch, not once per call.
+template <typename Body>
+decltype(auto) with_call(const MpiCall& c, Body&& body) {
+  constexpr int tag = 7;
+  void* send = c.in_place ? MPI_IN_PLACE : c.send;
+  switch (c.op) {
     case Op::allreduce:
-      FB_MPI_CHECK(MPI_Allreduce(in_place ? MPI_IN_PLACE : send, recv, mpi_count(spec.counts.param), type,
-                                 mpi_op(spec.redop), comm));
-      break;
+      return body([&] { FB_MPI_CHECK(MPI_Allreduce(send, c.recv, c.count, c.type, c.reduction, c.comm)); });
     case Op::reduce: {
-      const bool root_in_place = in_place && r == spec.root;
-      void* source = root_in_place ? MPI_IN_PLACE : (in_place ? recv : send);
-      FB_MPI_CHECK(MPI_Reduce(source, r == spec.root ? recv : nullptr, mpi_count(spec.counts.param), type,
-                              mpi_op(spec.redop), spec.root, comm));
-      break;
+      void* source = (c.in_place && c.is_root) ? MPI_IN_PLACE : (c.in_place ? c.recv : c.send);
+      void* target = c.is_root ? c.recv : nullptr;
+      return body([&] { FB_MPI_CHECK(MPI_Reduce(source, target, c.count, c.type, c.reduction, c.root, c.comm)); });
     }
     case Op::reducescatter:
-      FB_MPI_CHECK(MPI_Reduce_scatter_block(in_place ? MPI_IN_PLACE : send, recv, mpi_count(spec.counts.param), type,
-                                            mpi_op(spec.redop), comm));
-      break;
+      return body([&] { FB_MPI_CHECK(MPI_Reduce_scatter_block(send, c.recv, c.count, c.type, c.reduction, c.comm)); });
     case Op::allgather:
-      if (in_place)
-        FB_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, type, recv, mpi_count(spec.counts.param), type, comm));
-      else
-        FB_MPI_CHECK(
-            MPI_Allgather(send, mpi_count(spec.counts.param), type, recv, mpi_count(spec.counts.param), type, comm));
-      break;
+      if (c.in_place)
+        return body([&] { FB_MPI_CHECK(MPI_Allgather(MPI_IN_PLACE, 0, c.type, c.recv, c.count, c.type, c.comm)); });
+      return body([&] { FB_MPI_CHECK(MPI_Allgather(c.send, c.count, c.type, c.recv, c.count, c.type, c.comm)); });
     case Op::alltoall:
-      if (in_place)
-        FB_MPI_CHECK(MPI_Alltoall(MPI_IN_PLACE, 0, type, recv, mpi_count(spec.counts.param), type, comm));
-      else
-        FB_MPI_CHECK(
-            MPI_Alltoall(send, mpi_count(spec.counts.param), type, recv, mpi_count(spec.counts.param), type, comm));
-      break;
-    case Op::broadcast:
+      if (c.in_place)
+        return body([&] { FB_MPI_CHECK(MPI_Alltoall(MPI_IN_PLACE, 0, c.type, c.recv, c.count, c.type, c.comm)); });
+      return body([&] { FB_MPI_CHECK(MPI_Alltoall(c.send, c.count, c.type, c.recv, c.count, c.type, c.comm)); });
+    case Op::broadcast: {
       // Out of place the root sends from its send buffer and the others
       // receive into their receive buffers; in place everyone uses one buffer.
-      FB_MPI_CHECK(
-          MPI_Bcast((!in_place && r == spec.root) ? send : recv, mpi_count(spec.counts.param), type, spec.root, comm));
-      break;
-    case Op::sendrecv: {
-      const int to = (r + 1) % n;
-      const int from = (r - 1 + n) % n;
-      constexpr int tag = 7;
-      if (in_place)
-        FB_MPI_CHECK(MPI_Sendrecv_replace(recv, mpi_count(spec.counts.param), type, to, tag, from, tag, comm,
-                                          MPI_STATUS_IGNORE));
-      else
-        FB_MPI_CHECK(MPI_Sendrecv(send, mpi_count(spec.counts.param), type, to, tag, recv, mpi_count(spec.counts.param),
-                                  type, from, tag, comm, MPI_STATUS_IGNORE));
-      break;
+      void* buffer = (!c.in_place && c.is_root) ? c.send : c.recv;
+      return body([&] { FB_MPI_CHECK(MPI_Bcast(buffer, c.count, c.type, c.root, c.comm)); });
     }
+    case Op::sendrecv:
+      if (c.in_place)
+        return body([&] {
+          FB_MPI_CHECK(
+              MPI_Sendrecv_replace(c.recv, c.count, c.type, c.to, tag, c.from, tag, c.comm, MPI_STATUS_IGNORE));
+        });
+      return body([&] {
+        FB_MPI_CHECK(MPI_Sendrecv(c.send, c.count, c.type, c.to, tag, c.recv, c.count, c.type, c.from, tag, c.comm,
+                                  MPI_STATUS_IGNORE));
+      });
   }
+  throw SystemError(fmt::format("unknown op {}", static_cast<int>(c.op)));
 }
 
-void MpiTransport::run_once(const OpSpec& spec) { issue(spec); }
+void issue(const MpiCall& c) {
+  with_call(c, [](const auto& call) { call(); });
+}
+
+}  // namespace
+
+MpiCall MpiTransport::resolve(const OpSpec& spec) {
+  MpiCall c;
+  c.op = spec.op;
+  c.comm = native_handle(*comm_);
+  c.type = mpi_datatype(spec.dtype);
+  c.reduction = mpi_op(spec.redop);
+  c.count = mpi_count(spec.counts.param);
+  c.root = spec.root;
+  c.is_root = rank_ == spec.root;
+  c.in_place = spec.placement == Placement::in_place;
+  c.send = send_.bytes().data();
+  c.recv = recv_.bytes().data();
+  c.to = (rank_ + 1) % size_;
+  c.from = (rank_ - 1 + size_) % size_;
+  return c;
+}
+
+void MpiTransport::run_once(const OpSpec& spec) { issue(resolve(spec)); }
 
 std::span<std::byte> MpiTransport::output(const OpSpec& spec) {
   const std::size_t elt = element_size(spec.dtype);
@@ -201,19 +229,28 @@ std::uint64_t MpiTransport::verify(const OpSpec& spec) {
   return pattern::count_wrong(spec.op, spec.dtype, spec.redop, rank(), size(), spec.root, spec.counts, output(spec));
 }
 
-BatchTiming MpiTransport::time_batch(const OpSpec& spec, int iters) {
-  BatchTiming timing;
-  timing.per_iteration.resize(static_cast<std::size_t>(std::max(iters, 0)));
-  const double start = MPI_Wtime();
-  double previous = start;
-  for (auto& sample : timing.per_iteration) {
-    issue(spec);
-    const double now = MPI_Wtime();
-    sample = now - previous;
-    previous = now;
-  }
-  timing.seconds = previous - start;
-  return timing;
+BatchTiming MpiTransport::time_batch(const OpSpec& spec, int iters, bool per_iteration) {
+  const MpiCall call = resolve(spec);
+  return with_call(call, [iters, per_iteration](const auto& issue_once) {
+    BatchTiming timing;
+    if (!per_iteration) {
+      const double start = MPI_Wtime();
+      for (int i = 0; i < iters; ++i) issue_once();
+      timing.seconds = MPI_Wtime() - start;
+      return timing;
+    }
+    timing.per_iteration.resize(static_cast<std::size_t>(std::max(iters, 0)));
+    const double start = MPI_Wtime();
+    double previous = start;
+    for (double& sample : timing.per_iteration) {
+      issue_once();
+      const double now = MPI_Wtime();
+      sample = now - previous;
+      previous = now;
+    }
+    timing.seconds = previous - start;
+    return timing;
+  });
 }
 
 void MpiTransport::barrier() { comm_->barrier(); }

@@ -244,7 +244,7 @@ std::uint64_t NcclTransport::verify(const OpSpec& spec) {
   return wrong;
 }
 
-BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters) {
+BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters, bool per_iteration) {
   const ErrorRankScope scope(rank_);
   BatchTiming timing;
   if (iters <= 0) return timing;
@@ -259,7 +259,7 @@ BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters) {
     try {
       for (std::size_t i = 0; i < n; ++i) {
         issue(spec);
-        FB_CUDA_CHECK(cudaEventRecordWithFlags(marks_[i].get(), s, cudaEventRecordExternal));
+        if (per_iteration) FB_CUDA_CHECK(cudaEventRecordWithFlags(marks_[i].get(), s, cudaEventRecordExternal));
       }
     } catch (...) {
       cudaGraph_t partial = nullptr;
@@ -273,7 +273,7 @@ BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters) {
   }
 
   volatile int* flags = hold_flags_.host();
-  const bool held = options_.graph || iters * 2 + 2 <= max_held_launches;
+  const bool held = options_.graph || iters * (per_iteration ? 2 : 1) + 2 <= max_held_launches;
   flags[0] = 0;
   flags[1] = 0;
   if (held) {
@@ -286,7 +286,7 @@ BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters) {
   } else {
     for (std::size_t i = 0; i < n; ++i) {
       issue(spec);
-      FB_CUDA_CHECK(cudaEventRecord(marks_[i].get(), s));
+      if (per_iteration) FB_CUDA_CHECK(cudaEventRecord(marks_[i].get(), s));
     }
   }
   FB_CUDA_CHECK(cudaEventRecord(end_.get(), s));
@@ -299,6 +299,7 @@ BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters) {
   float ms = 0;
   FB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_.get(), end_.get()));
   timing.seconds = static_cast<double>(ms) * 1e-3;
+  if (!per_iteration) return timing;
   timing.per_iteration.resize(n);
   cudaEvent_t previous = start_.get();
   for (std::size_t i = 0; i < n; ++i) {

@@ -139,13 +139,13 @@ std::vector<Finding> find_outliers(const PairMatrix& m, const std::vector<std::s
   std::vector<double> values;
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j)
-      if (link(i, j) && slow_nodes.count(i) == 0 && slow_nodes.count(j) == 0) values.push_back(*link(i, j));
+      if (link(i, j) && !slow_nodes.contains(i) && !slow_nodes.contains(j)) values.push_back(*link(i, j));
   if (values.size() < 3) return findings;
   const RobustCenter center = robust_center(values);
   const double med = center.median;
   for (int i = 0; i < n; ++i) {
     for (int j = i + 1; j < n; ++j) {
-      if (slow_nodes.count(i) != 0 || slow_nodes.count(j) != 0) continue;
+      if (slow_nodes.contains(i) || slow_nodes.contains(j)) continue;
       const std::optional<double> v = link(i, j);
       if (!v || !is_outlier(*v, center, thresholds)) continue;
       Finding f;

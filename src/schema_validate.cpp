@@ -46,7 +46,7 @@ const std::set<std::string>& known_keywords() {
 }
 
 const json* resolve(const json& root, const std::string& ref) {
-  if (ref.rfind("#", 0) != 0) return nullptr;
+  if (ref.rfind('#', 0) != 0) return nullptr;
   const std::string pointer = ref.substr(1);
   try {
     const json& target = root.at(json::json_pointer(pointer));
@@ -61,7 +61,7 @@ void check_schema(const json& root, const json& node, const std::string& where) 
   if (node.is_boolean()) return;
   if (!node.is_object()) throw std::invalid_argument(fmt::format("schema {}: not an object", where));
   for (const auto& [key, value] : node.items()) {
-    if (known_keywords().count(key) == 0)
+    if (!known_keywords().contains(key))
       throw std::invalid_argument(fmt::format("schema {}: unsupported keyword '{}'", where, key));
     if (key == "$ref" && (!value.is_string() || resolve(root, value.get<std::string>()) == nullptr))
       throw std::invalid_argument(fmt::format("schema {}: $ref {} does not resolve", where, value.dump()));

@@ -68,7 +68,7 @@ std::vector<std::size_t> size_ladder(std::size_t min_bytes, std::size_t max_byte
   while (size <= max_bytes) {
     sizes.push_back(size);
     const double next = std::floor(static_cast<double>(size) * factor);
-    if (next >= static_cast<double>(std::numeric_limits<std::size_t>::max() / 2)) break;
+    if (next >= std::ldexp(1.0, 62)) break;  // far beyond any buffer
     std::size_t grown = static_cast<std::size_t>(next) / align * align;
     if (grown <= size) grown = size + align;
     size = grown;

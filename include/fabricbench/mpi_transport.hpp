@@ -13,6 +13,8 @@
 
 namespace fabricbench {
 
+struct MpiCall;
+
 // Page-aligned host memory; move-only.
 class HostBuffer {
  public:
@@ -43,7 +45,7 @@ class MpiTransport final : public Transport {
   void fill(const OpSpec& spec) override;
   void run_once(const OpSpec& spec) override;
   [[nodiscard]] std::uint64_t verify(const OpSpec& spec) override;
-  BatchTiming time_batch(const OpSpec& spec, int iters) override;
+  BatchTiming time_batch(const OpSpec& spec, int iters, bool per_iteration) override;
   void barrier() override;
   [[nodiscard]] std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override;
 
@@ -51,8 +53,10 @@ class MpiTransport final : public Transport {
   [[nodiscard]] std::span<std::byte> output(const OpSpec& spec);
 
  private:
-  void issue(const OpSpec& spec);
+  MpiCall resolve(const OpSpec& spec);
   const Comm* comm_;
+  int rank_ = 0;
+  int size_ = 1;
   HostBuffer send_;
   HostBuffer recv_;
 };

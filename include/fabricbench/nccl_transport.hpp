@@ -56,7 +56,7 @@ class NcclTransport final : public Transport {
   void fill(const OpSpec& spec) override;
   void run_once(const OpSpec& spec) override;
   [[nodiscard]] std::uint64_t verify(const OpSpec& spec) override;
-  BatchTiming time_batch(const OpSpec& spec, int iters) override;
+  BatchTiming time_batch(const OpSpec& spec, int iters, bool per_iteration) override;
   void barrier() override;
   [[nodiscard]] std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override;
 

@@ -37,14 +37,22 @@ struct PairMatrix {
   std::vector<std::optional<double>> bandwidth_gbs;  // [from * size + to]
   std::vector<std::optional<double>> latency_us;
   explicit PairMatrix(int n = 0)
-      : size(n), bandwidth_gbs(static_cast<std::size_t>(n * n)), latency_us(static_cast<std::size_t>(n * n)) {}
-  std::optional<double>& bw(int from, int to) { return bandwidth_gbs[static_cast<std::size_t>(from * size + to)]; }
-  const std::optional<double>& bw(int from, int to) const {
-    return bandwidth_gbs[static_cast<std::size_t>(from * size + to)];
+      : size(n),
+        bandwidth_gbs(static_cast<std::size_t>(n) * static_cast<std::size_t>(n)),
+        latency_us(static_cast<std::size_t>(n) * static_cast<std::size_t>(n)) {}
+  std::optional<double>& bw(int from, int to) {
+    return bandwidth_gbs[static_cast<std::size_t>(from) * static_cast<std::size_t>(size) +
+                         static_cast<std::size_t>(to)];
   }
-  std::optional<double>& lat(int from, int to) { return latency_us[static_cast<std::size_t>(from * size + to)]; }
+  const std::optional<double>& bw(int from, int to) const {
+    return bandwidth_gbs[static_cast<std::size_t>(from) * static_cast<std::size_t>(size) +
+                         static_cast<std::size_t>(to)];
+  }
+  std::optional<double>& lat(int from, int to) {
+    return latency_us[static_cast<std::size_t>(from) * static_cast<std::size_t>(size) + static_cast<std::size_t>(to)];
+  }
   const std::optional<double>& lat(int from, int to) const {
-    return latency_us[static_cast<std::size_t>(from * size + to)];
+    return latency_us[static_cast<std::size_t>(from) * static_cast<std::size_t>(size) + static_cast<std::size_t>(to)];
   }
 };
 

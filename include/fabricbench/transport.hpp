@@ -56,7 +56,10 @@ class Transport {
   // Wrong elements in this rank's output after run_once on filled buffers.
   [[nodiscard]] virtual std::uint64_t verify(const OpSpec& spec) = 0;
   // barrier is the caller's job; time `iters` back-to-back operations.
-  virtual BatchTiming time_batch(const OpSpec& spec, int iters) = 0;
+  // With `per_iteration`, each iteration's own time is taken too, which costs
+  // a clock read (MPI) or an event (CUDA) per iteration inside the batch;
+  // without it BatchTiming::per_iteration stays empty.
+  virtual BatchTiming time_batch(const OpSpec& spec, int iters, bool per_iteration) = 0;
   virtual void barrier() = 0;
 
   // Collective over this transport's group: a transport for the sub-group

@@ -51,12 +51,15 @@ TEST(MpiTransport, RepeatedBatchesThenFreshCheckStayCorrect) {
   const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::in_place, 0, counts};
   transport.prepare(spec);
   transport.fill(spec);
-  const BatchTiming t = transport.time_batch(spec, 10);
+  const BatchTiming t = transport.time_batch(spec, 10, true);
   EXPECT_EQ(t.per_iteration.size(), 10U);
   EXPECT_GT(t.seconds, 0.0);
   double sum = 0;
   for (double s : t.per_iteration) sum += s;
   EXPECT_NEAR(sum, t.seconds, 1e-9);
+  const BatchTiming plain = transport.time_batch(spec, 10, false);
+  EXPECT_TRUE(plain.per_iteration.empty());
+  EXPECT_GT(plain.seconds, 0.0);
   transport.fill(spec);
   transport.run_once(spec);
   EXPECT_EQ(wrong_everywhere(world, transport.verify(spec)), 0U);

@@ -29,10 +29,10 @@ class LoggingTransport final : public Transport {
   std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override {
     return inner_.split(sub, color, key);
   }
-  BatchTiming time_batch(const OpSpec& s, int iters) override {
+  BatchTiming time_batch(const OpSpec& s, int iters, bool per_iteration) override {
     if (rank_ == 1 && iters == warmup_) std::this_thread::sleep_for(std::chrono::milliseconds(3));
     batches.push_back(iters);
-    return inner_.time_batch(s, iters);
+    return inner_.time_batch(s, iters, per_iteration);
   }
   std::vector<std::int64_t> batches;
   int warmup_ = 0;
