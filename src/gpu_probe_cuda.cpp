@@ -406,8 +406,9 @@ class SystemGpuSource final : public GpuInfoSource {
             d, fmt::format("GPU {} host-to-device", d),
             // The device buffer `src` is the destination here; it is the source of the later copies.
             [&](cudaStream_t s) {
+              // NOLINTNEXTLINE(readability-suspicious-call-argument)
               return cudaMemcpyAsync(src, pinned, copy_bytes, cudaMemcpyHostToDevice, s);
-            },  // NOLINT(readability-suspicious-call-argument)
+            },
             out.notes);
         out.d2h_gbs[i] = time_copy(
             d, fmt::format("GPU {} device-to-host", d),

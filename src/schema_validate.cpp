@@ -67,9 +67,9 @@ void check_schema(const json& root, const json& node, const std::string& where) 
       throw std::invalid_argument(fmt::format("schema {}: $ref {} does not resolve", where, value.dump()));
     if (key == "pattern") (void)std::regex(value.get<std::string>(), std::regex::ECMAScript);
     if (key == "properties" || key == "definitions") {
-      for (const auto& [name, sub] : value.items()) check_schema(root, sub, where + "/" + key + "/" + name);
+      for (const auto& [name, sub] : value.items()) check_schema(root, sub, fmt::format("{}/{}/{}", where, key, name));
     } else if (key == "additionalProperties" || key == "items" || key == "not") {
-      check_schema(root, value, where + "/" + key);
+      check_schema(root, value, fmt::format("{}/{}", where, key));
     } else if (key == "allOf" || key == "anyOf" || key == "oneOf") {
       for (std::size_t i = 0; i < value.size(); ++i)
         check_schema(root, value[i], fmt::format("{}/{}/{}", where, key, i));

@@ -289,10 +289,13 @@ namespace {
 
 void write_node(const NodeTopology& n, std::ostream& out) {
   const HostInfo& h = n.host;
-  out << fmt::format("  host {}: {}, {} sockets, {} cores, {} threads, {}, {} NUMA nodes\n", h.hostname,
-                     or_unknown(h.cpu_model), num_or_unknown(h.sockets), num_or_unknown(h.cores),
-                     num_or_unknown(h.threads), h.memory_bytes ? gib(*h.memory_bytes) : "memory unknown",
-                     num_or_unknown(h.numa_nodes));
+  // "1 socket", "2 sockets", "unknown sockets".
+  const auto counted = [](const std::optional<int>& v, const char* noun) {
+    return fmt::format("{} {}{}", num_or_unknown(v), noun, v && *v == 1 ? "" : "s");
+  };
+  out << fmt::format("  host {}: {}, {}, {}, {}, {}, {}\n", h.hostname, or_unknown(h.cpu_model),
+                     counted(h.sockets, "socket"), counted(h.cores, "core"), counted(h.threads, "thread"),
+                     h.memory_bytes ? gib(*h.memory_bytes) : "memory unknown", counted(h.numa_nodes, "NUMA node"));
   out << fmt::format("  {}, kernel {}, GPU driver {}\n", h.os.value_or("OS unknown"), or_unknown(h.kernel),
                      or_unknown(h.gpu_driver));
   if (!n.gpu_status.empty()) out << "  " << n.gpu_status << '\n';

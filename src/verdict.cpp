@@ -330,24 +330,25 @@ Hardware detect_hardware(const ClusterTopology& topology) {
   return hw;
 }
 
-std::string describe(const Hardware& hw) {
+std::string describe(const Hardware& hardware) {
   std::vector<std::string> parts;
-  if (hw.gpus_per_node == 0)
+  if (hardware.gpus_per_node == 0)
     parts.emplace_back("no GPU");
   else
-    parts.push_back(fmt::format("{}×{}", hw.gpus_per_node, hw.gpu_model.value_or("GPU (model unknown)")));
-  if (hw.gpu_link == "nvswitch")
+    parts.push_back(fmt::format("{}×{}", hardware.gpus_per_node, hardware.gpu_model.value_or("GPU (model unknown)")));
+  if (hardware.gpu_link == "nvswitch")
     parts.emplace_back("NVSwitch");
-  else if (hw.gpu_link == "nvlink")
+  else if (hardware.gpu_link == "nvlink")
     parts.emplace_back("NVLink");
-  else if (hw.gpu_link == "pcie")
+  else if (hardware.gpu_link == "pcie")
     parts.emplace_back("PCIe only between GPUs");
-  if (hw.rdma_nics > 0)
-    parts.push_back(fmt::format("{}×{}{}", hw.rdma_nics, hw.nic_kind,
-                                hw.nic_rate_gbps ? fmt::format(" {:.0f} Gb/s", *hw.nic_rate_gbps) : ""));
+  if (hardware.rdma_nics > 0)
+    parts.push_back(fmt::format("{}×{}{}", hardware.rdma_nics, hardware.nic_kind,
+                                hardware.nic_rate_gbps ? fmt::format(" {:.0f} Gb/s", *hardware.nic_rate_gbps) : ""));
   else
     parts.emplace_back("no active RDMA NIC");
-  if (hw.pcie_gen) parts.push_back(fmt::format("PCIe Gen{} x{}", *hw.pcie_gen, hw.pcie_width.value_or(0)));
+  if (hardware.pcie_gen)
+    parts.push_back(fmt::format("PCIe Gen{} x{}", *hardware.pcie_gen, hardware.pcie_width.value_or(0)));
   return join(parts);
 }
 
@@ -394,15 +395,19 @@ const Expectations& builtin_expectations() {
   return expectations;
 }
 
-bool matches(const Reference& r, const Hardware& hw) {
-  if (r.gpu_model_contains && (!hw.gpu_model || hw.gpu_model->find(*r.gpu_model_contains) == std::string::npos))
+bool matches(const Reference& reference, const Hardware& hardware) {
+  if (reference.gpu_model_contains &&
+      (!hardware.gpu_model || hardware.gpu_model->find(*reference.gpu_model_contains) == std::string::npos))
     return false;
-  if (r.gpus_per_node && hw.gpus_per_node != *r.gpus_per_node) return false;
-  if (r.gpu_link && hw.gpu_link != *r.gpu_link) return false;
-  if (r.nic_kind && (hw.rdma_nics == 0 || hw.nic_kind != *r.nic_kind)) return false;
-  if (r.nic_rate_gbps && (!hw.nic_rate_gbps || std::abs(*hw.nic_rate_gbps - *r.nic_rate_gbps) > 0.5)) return false;
-  if (r.pcie_gen && (hw.gpus_per_node == 0 || hw.pcie_gen != r.pcie_gen)) return false;
-  if (r.pcie_width && (hw.gpus_per_node == 0 || hw.pcie_width != r.pcie_width)) return false;
+  if (reference.gpus_per_node && hardware.gpus_per_node != *reference.gpus_per_node) return false;
+  if (reference.gpu_link && hardware.gpu_link != *reference.gpu_link) return false;
+  if (reference.nic_kind && (hardware.rdma_nics == 0 || hardware.nic_kind != *reference.nic_kind)) return false;
+  if (reference.nic_rate_gbps &&
+      (!hardware.nic_rate_gbps || std::abs(*hardware.nic_rate_gbps - *reference.nic_rate_gbps) > 0.5))
+    return false;
+  if (reference.pcie_gen && (hardware.gpus_per_node == 0 || hardware.pcie_gen != reference.pcie_gen)) return false;
+  if (reference.pcie_width && (hardware.gpus_per_node == 0 || hardware.pcie_width != reference.pcie_width))
+    return false;
   return true;
 }
 

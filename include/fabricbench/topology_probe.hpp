@@ -18,7 +18,7 @@ struct TopologyOptions {
 // `gpus` reports (sysfs wins for PCIe link and NUMA node, which it reads
 // first-hand), the GPU-GPU and GPU-NIC matrices, and, when `measure`, the
 // copy bandwidths. Never throws for missing or odd facts.
-NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& gpus, bool measure);
+NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& source, bool measure);
 
 // Collective over `world`: the first rank of each node probes it with the
 // system GPU source, the records travel as JSON, and every rank returns the
