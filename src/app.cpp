@@ -82,11 +82,11 @@ void agree_on_root(const Comm& world, const std::function<void()>& check) {
   throw UsageError(message);
 }
 
-// A one-line progress report on stderr: only on a terminal, and only once
+// A one-line progress report on stderr (when wanted), and only once
 // the run has lasted a couple of seconds.
 class Progress {
  public:
-  explicit Progress(bool enabled) : enabled_(enabled && isatty(STDERR_FILENO) != 0) {}
+  explicit Progress(bool enabled) : enabled_(enabled) {}
   void update(const SweepRecord& r, std::size_t done, std::size_t total) {
     if (!enabled_) return;
     if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(2)) return;
@@ -97,7 +97,11 @@ class Progress {
   }
   void clear() {
     if (!shown_) return;
+    // On stdout too: under mpirun the two streams reach the terminal through
+    // separate pipes, so a clear on stderr alone may land after the next
+    // table row; one on stdout is ordered with the row.
     std::cerr << "\r\033[K" << std::flush;
+    std::cout << "\r\033[K";
     shown_ = false;
   }
 
@@ -195,7 +199,9 @@ int execute(const RunConfig& config, const Comm& world) {
   if (lead) save(config, result, started);  // a valid (empty, incomplete) file from the start
 
   TableWriter table(std::cout);
-  Progress progress(lead && !config.quiet);
+  const bool progress_wanted = config.progress == ProgressChoice::on ||
+                               (config.progress == ProgressChoice::automatic && isatty(STDERR_FILENO) != 0);
+  Progress progress(lead && !config.quiet && progress_wanted);
   SweepListener listener;
   listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
     progress.update(r, done, total);

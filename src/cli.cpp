@@ -38,6 +38,7 @@ struct RawOptions {
   std::string json;
   std::string csv;
   bool quiet = false;
+  std::string progress = "auto";
   // NCCL transport.
   int gpus = 0;
   bool allow_shared_gpu = false;
@@ -105,6 +106,9 @@ void add_sweep_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_option("--json", o.json, "Write the results as JSON to FILE (rewritten after each op)");
   cmd.add_option("--csv", o.csv, "Write the results as CSV to FILE");
   cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
+  cmd.add_option("--progress", o.progress,
+                 "Progress line on stderr: auto (when stderr is a terminal), on, off  [auto]; under mpirun the "
+                 "ranks' stderr is a pipe, so pass on to see it");
   cmd.add_option("--gpus", o.gpus, "nccl without a launcher: drive this many local GPUs, one thread each");
   cmd.add_flag("--allow-shared-gpu", o.allow_shared_gpu,
                "nccl: allow several ranks on one GPU (a functional check only: they measure each other)");
@@ -356,6 +360,14 @@ RunConfig to_config(const RawOptions& o, Command command) {
   c.json_path = o.json;
   c.csv_path = o.csv;
   c.quiet = o.quiet;
+  if (o.progress == "auto")
+    c.progress = ProgressChoice::automatic;
+  else if (o.progress == "on")
+    c.progress = ProgressChoice::on;
+  else if (o.progress == "off")
+    c.progress = ProgressChoice::off;
+  else
+    throw UsageError(fmt::format("--progress: unknown choice '{}' (choose from auto, on, off)", o.progress));
   if (o.gpus < 0) throw UsageError(fmt::format("--gpus {}: must be 1 or above", o.gpus));
   if (!(o.timeout_s > 0.0)) throw UsageError(fmt::format("--timeout {}: must be above 0 seconds", o.timeout_s));
   c.gpu = {o.gpus, o.allow_shared_gpu, o.graph, o.timeout_s};

@@ -13,6 +13,7 @@ namespace fabricbench {
 
 enum class TransportChoice { automatic, nccl, mpi };
 enum class InPlaceChoice { both, only, no };
+enum class ProgressChoice { automatic, on, off };
 enum class Command { run, sweep, version, scale, p2p, topo, report };
 
 struct IterationPolicy {
@@ -81,6 +82,7 @@ struct RunConfig {
   std::string json_path;
   std::string csv_path;
   bool quiet = false;
+  ProgressChoice progress = ProgressChoice::automatic;
   GpuConfig gpu;
   ScaleConfig scale;
   PairConfig pairs;

@@ -92,6 +92,14 @@ TEST(Cli, BadInputNamesTheFlagAndValue) {
   EXPECT_NE(error_of({"--warmup", "abc"}).find("warmup"), std::string::npos);
 }
 
+TEST(Cli, ProgressChoice) {
+  EXPECT_EQ(parse({}).progress, ProgressChoice::automatic);
+  EXPECT_EQ(parse({"--progress", "on"}).progress, ProgressChoice::on);
+  EXPECT_EQ(parse({"sweep", "--progress", "off"}).progress, ProgressChoice::off);
+  EXPECT_EQ(error_of({"--progress", "sometimes"}),
+            "--progress: unknown choice 'sometimes' (choose from auto, on, off)");
+}
+
 TEST(Cli, EveryErrorIsOneLine) {
   for (const auto& args : std::vector<std::vector<std::string>>{{"--frobnicate"}, {"sweep", "extra"}, {"--root"}}) {
     const std::string e = error_of(args);
