@@ -4,6 +4,7 @@
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include "fabricbench/kernels.hpp"
 #include "pattern_values.hpp"
@@ -28,6 +29,17 @@ __device__ __nv_bfloat16 from_int<__nv_bfloat16>(std::int64_t v) {
   return __float2bfloat16_rn(static_cast<float>(v));
 }
 
+// fp8: the pattern's values and its garbage are exact in both formats, so the
+// saturating conversion never saturates and never rounds.
+template <>
+__device__ __nv_fp8_e4m3 from_int<__nv_fp8_e4m3>(std::int64_t v) {
+  return __nv_fp8_e4m3(static_cast<float>(v));
+}
+template <>
+__device__ __nv_fp8_e5m2 from_int<__nv_fp8_e5m2>(std::int64_t v) {
+  return __nv_fp8_e5m2(static_cast<float>(v));
+}
+
 template <typename T>
 __device__ double to_real(T v) {
   return static_cast<double>(v);
@@ -39,6 +51,14 @@ __device__ double to_real<__half>(__half v) {
 template <>
 __device__ double to_real<__nv_bfloat16>(__nv_bfloat16 v) {
   return static_cast<double>(__bfloat162float(v));
+}
+template <>
+__device__ double to_real<__nv_fp8_e4m3>(__nv_fp8_e4m3 v) {
+  return static_cast<double>(static_cast<float>(v));
+}
+template <>
+__device__ double to_real<__nv_fp8_e5m2>(__nv_fp8_e5m2 v) {
+  return static_cast<double>(static_cast<float>(v));
 }
 
 unsigned grid_for(std::size_t n) {
@@ -116,6 +136,12 @@ cudaError_t by_type(DType dtype, F&& f) {
       break;
     case DType::float64:
       f(static_cast<double*>(nullptr));
+      break;
+    case DType::fp8e4m3:
+      f(static_cast<__nv_fp8_e4m3*>(nullptr));
+      break;
+    case DType::fp8e5m2:
+      f(static_cast<__nv_fp8_e5m2*>(nullptr));
       break;
   }
   return cudaGetLastError();

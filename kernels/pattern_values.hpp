@@ -36,7 +36,8 @@ FB_HD inline bool signed_type(DType d) { return !(d == DType::uint8); }
 FB_HD inline bool reducing(Op op) { return op == Op::allreduce || op == Op::reducescatter || op == Op::reduce; }
 
 FB_HD inline bool floating(DType d) {
-  return d == DType::half || d == DType::bfloat16 || d == DType::float32 || d == DType::float64;
+  return d == DType::half || d == DType::bfloat16 || d == DType::float32 || d == DType::float64 ||
+         d == DType::fp8e4m3 || d == DType::fp8e5m2;
 }
 
 FB_HD inline std::int64_t exact_cap(DType d) {
@@ -57,8 +58,21 @@ FB_HD inline std::int64_t exact_cap(DType d) {
       return 2147483647;
     case DType::int64:
       return std::int64_t{1} << 62;
+    case DType::fp8e4m3:
+      return 16;
+    case DType::fp8e5m2:
+      return 8;
   }
   return 127;
+}
+
+// Position-telling patterns span +-50, or what fp8 holds exactly.
+FB_HD inline std::int64_t spread(DType d, std::uint64_t h) {
+  std::uint64_t span = 50;
+  if (d == DType::fp8e4m3) span = 16;
+  if (d == DType::fp8e5m2) span = 8;
+  const auto v = static_cast<std::int64_t>(h % (2 * span + 1));
+  return signed_type(d) ? v - static_cast<std::int64_t>(span) : v;
 }
 
 FB_HD inline std::int64_t input(Op op, RedOp redop, DType dtype, int rank, int nranks, std::size_t index) {
@@ -66,7 +80,7 @@ FB_HD inline std::int64_t input(Op op, RedOp redop, DType dtype, int rank, int n
   if (!reducing(op)) {
     const std::uint64_t h =
         (static_cast<std::uint64_t>(rank) * 31U + static_cast<std::uint64_t>(index % 101) * 7U) % 101U;
-    return sign ? static_cast<std::int64_t>(h) - 50 : static_cast<std::int64_t>(h);
+    return spread(dtype, h);
   }
   const std::uint64_t h = static_cast<std::uint64_t>(rank) * 7U + static_cast<std::uint64_t>(index) * 13U;
   const std::int64_t cap = exact_cap(dtype);
@@ -82,7 +96,7 @@ FB_HD inline std::int64_t input(Op op, RedOp redop, DType dtype, int rank, int n
       return (static_cast<std::size_t>(rank) == index % nr && (index / nr) % 2 == 0) ? 2 : 1;
     case RedOp::min:
     case RedOp::max:
-      return sign ? static_cast<std::int64_t>(h % 101) - 50 : static_cast<std::int64_t>(h % 101);
+      return spread(dtype, h % 101);
     case RedOp::avg: {
       const auto b = static_cast<std::int64_t>((index * 13U) % 5U);
       const std::int64_t base = sign ? b - 2 : (b % 3) + 1;
@@ -128,6 +142,8 @@ FB_HD inline std::int64_t reduced(RedOp redop, DType dtype, int nranks, std::siz
 FB_HD inline std::int64_t garbage(DType dtype) {
   if (dtype == DType::int8) return -127;
   if (dtype == DType::uint8) return 255;
+  if (dtype == DType::fp8e4m3) return -448;
+  if (dtype == DType::fp8e5m2) return -57344;
   return -30720;
 }
 
@@ -169,6 +185,8 @@ FB_HD inline double tolerance(const Params& p) {
   if (p.dtype == DType::half) eps = 9.765625e-04;               // 2^-10
   if (p.dtype == DType::bfloat16) eps = 7.8125e-03;             // 2^-7
   if (p.dtype == DType::float32) eps = 1.1920928955078125e-07;  // 2^-23
+  if (p.dtype == DType::fp8e4m3) eps = 0.125;                   // 2^-3
+  if (p.dtype == DType::fp8e5m2) eps = 0.25;                    // 2^-2
   return eps * 4.0 * static_cast<double>(p.nranks) * 4.0;
 }
 

@@ -83,7 +83,7 @@ step() {  # step NAME SECONDS COMMAND...
 step "host-logic tests" 120 "$build/tests/fabricbench_gpu_logic_tests"
 step "GPU tests" 300 "$build/tests/fabricbench_gpu_tests"
 step "topology (topo, with copy bandwidths)" 90 "$bin" topo --json "$out/topo.json"
-step "sweep, 1 rank" 90 "$bin" sweep --gpus 1 --ops all --dtype float,bfloat16 -b 8 -e 256M -f 8 --json "$out/one.json"
+step "sweep, 1 rank" 90 "$bin" sweep --gpus 1 --ops all --dtype float,bfloat16,fp8e4m3 -b 8 -e 256M -f 8 --json "$out/one.json"
 step "sweep, 1 rank, CUDA graph" 90 "$bin" sweep --gpus 1 --graph --ops allreduce -b 8 -e 256M -f 8 --json "$out/graph.json"
 
 processes() {  # processes N: N ranks on the one GPU, launcher-free

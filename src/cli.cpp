@@ -91,7 +91,8 @@ void add_sweep_options(CLI::App& cmd, RawOptions& o) {
                  "Operations, comma separated: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, "
                  "sendrecv, or all  [allreduce,allgather,sendrecv]");
   cmd.add_option("--dtype", o.dtypes,
-                 "Element types, comma separated: float, double, int32, int64, int8, uint8, half, bfloat16  [float]");
+                 "Element types, comma separated: float, double, int32, int64, int8, uint8, half, bfloat16, fp8e4m3, "
+                 "fp8e5m2  [float]");
   cmd.add_option("--redop", o.redops, "Reductions, comma separated: sum, prod, min, max, avg (nccl only)  [sum]");
   cmd.add_option("--root", o.root, "Root rank of broadcast and reduce  [0]");
   cmd.add_option("--warmup", o.warmup, "Warm-up iterations before each measurement  [5]");

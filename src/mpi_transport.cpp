@@ -51,6 +51,8 @@ MPI_Datatype mpi_datatype(DType dtype) {
       return MPI_DOUBLE;
     case DType::half:
     case DType::bfloat16:
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
       break;
   }
   return MPI_DATATYPE_NULL;
@@ -87,7 +89,7 @@ int MpiTransport::rank() const { return rank_; }
 int MpiTransport::size() const { return size_; }
 
 std::optional<std::string> MpiTransport::unsupported(Op op, DType dtype, RedOp redop) const {
-  if (dtype == DType::half || dtype == DType::bfloat16)
+  if (dtype == DType::half || dtype == DType::bfloat16 || dtype == DType::fp8e4m3 || dtype == DType::fp8e5m2)
     return fmt::format("the mpi transport has no {} type (MPI defines none); use --transport nccl",
                        fabricbench::name(dtype));
   if (reduces(op) && redop == RedOp::avg)

@@ -36,6 +36,16 @@ ncclDataType_t nccl_type(DType dtype) {
       return ncclFloat32;
     case DType::float64:
       return ncclFloat64;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 24, 0)
+    case DType::fp8e4m3:
+      return ncclFloat8e4m3;
+    case DType::fp8e5m2:
+      return ncclFloat8e5m2;
+#else
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
+      break;  // refused by unsupported()
+#endif
   }
   return ncclFloat32;
 }
@@ -115,9 +125,25 @@ NcclTransport::~NcclTransport() {
   }
 }
 
-std::optional<std::string> NcclTransport::unsupported(Op /*op*/, DType /*dtype*/, RedOp /*redop*/) const {
-  // NCCL >= 2.10 has every element type and reduction of the CLI.
+std::optional<std::string> NcclTransport::unsupported(Op op, DType dtype, RedOp redop) const {
+  // NCCL >= 2.10 has every other element type and reduction of the CLI.
+  if (dtype != DType::fp8e4m3 && dtype != DType::fp8e5m2) return std::nullopt;
+#if NCCL_VERSION_CODE < NCCL_VERSION(2, 24, 0)
+  (void)op;
+  (void)redop;
+  return fmt::format("{} needs NCCL 2.24 or newer (built against {}.{}.{})", fabricbench::name(dtype), NCCL_MAJOR,
+                     NCCL_MINOR, NCCL_PATCH);
+#else
+  if (gpu_.cc_major < 9)
+    return fmt::format("{} needs a GPU of compute capability 9.0 or newer (GPU {} is {}.{})", fabricbench::name(dtype),
+                       gpu_.index, gpu_.cc_major, gpu_.cc_minor);
+  // Three or two mantissa bits: NCCL's average (inputs scaled by 1/n, then
+  // summed) rounds so coarsely that no exact check is possible.
+  if (reduces(op) && redop == RedOp::avg)
+    return fmt::format("avg on {} is not measured: its rounding leaves no exact result to check",
+                       fabricbench::name(dtype));
   return std::nullopt;
+#endif
 }
 
 std::chrono::steady_clock::time_point NcclTransport::deadline() const {

@@ -1,5 +1,6 @@
 #include "fabricbench/pattern.hpp"
 
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstring>
@@ -28,8 +29,27 @@ std::int64_t exact_cap(DType dtype) {
       return std::numeric_limits<std::int32_t>::max();
     case DType::int64:
       return std::int64_t{1} << 62;
+    case DType::fp8e4m3:
+      return 16;
+    case DType::fp8e5m2:
+      return 8;
   }
   return 127;
+}
+
+// The largest magnitude of the position-telling patterns (moves, min/max):
+// +-50 everywhere but in fp8, whose integers are exact only up to 16 or 8.
+std::uint64_t value_span(DType dtype) {
+  if (dtype == DType::fp8e4m3) return 16;
+  if (dtype == DType::fp8e5m2) return 8;
+  return 50;
+}
+
+// A hash h spread over [-span, span] (signed) or [0, 2 span] (unsigned).
+std::int64_t spread(DType dtype, std::uint64_t h) {
+  const std::uint64_t span = value_span(dtype);
+  const auto v = static_cast<std::int64_t>(h % (2 * span + 1));
+  return is_signed(dtype) ? v - static_cast<std::int64_t>(span) : v;
 }
 
 std::uint64_t mix(int rank, std::size_t index) {
@@ -39,7 +59,7 @@ std::uint64_t mix(int rank, std::size_t index) {
 std::int64_t move_value(DType dtype, int rank, std::size_t index) {
   const std::uint64_t h =
       (static_cast<std::uint64_t>(rank) * 31U + static_cast<std::uint64_t>(index % 101) * 7U) % 101U;
-  return is_signed(dtype) ? static_cast<std::int64_t>(h) - 50 : static_cast<std::int64_t>(h);
+  return spread(dtype, h);
 }
 
 // avg: base(index) plus +1/-1 offsets that cancel over the ranks, so the sum is
@@ -98,6 +118,62 @@ std::uint16_t float_to_bf16_bits(float value) {
 
 float bf16_bits_to_float(std::uint16_t b) { return std::bit_cast<float>(static_cast<std::uint32_t>(b) << 16); }
 
+// OCP fp8: e4m3 (bias 7, no infinities, S.1111.111 is NaN) and e5m2 (bias 15,
+// IEEE-like). Values here are exact by construction, so encoding only has to
+// find the code of an exactly representable value.
+struct Fp8Format {
+  int mantissa_bits;
+  int bias;
+  bool has_infinity;
+};
+
+constexpr Fp8Format fp8_format(DType dtype) {
+  return dtype == DType::fp8e4m3 ? Fp8Format{3, 7, false} : Fp8Format{2, 15, true};
+}
+
+double fp8_decode(std::uint8_t code, Fp8Format f) {
+  const bool negative = (code & 0x80U) != 0;
+  const int exponent_bits = 7 - f.mantissa_bits;
+  const auto exponent = static_cast<int>((code >> f.mantissa_bits) & ((1U << exponent_bits) - 1U));
+  const auto mantissa = static_cast<int>(code & ((1U << f.mantissa_bits) - 1U));
+  const int max_exponent = (1 << exponent_bits) - 1;
+  double value = 0;
+  if (f.has_infinity && exponent == max_exponent) {
+    value = mantissa == 0 ? std::numeric_limits<double>::infinity() : std::numeric_limits<double>::quiet_NaN();
+  } else if (!f.has_infinity && exponent == max_exponent && mantissa == (1 << f.mantissa_bits) - 1) {
+    value = std::numeric_limits<double>::quiet_NaN();
+  } else if (exponent == 0) {
+    value = std::ldexp(mantissa, 1 - f.bias - f.mantissa_bits);
+  } else {
+    value = std::ldexp(mantissa + (1 << f.mantissa_bits), exponent - f.bias - f.mantissa_bits);
+  }
+  return negative ? -value : value;
+}
+
+std::uint8_t fp8_encode(double value, Fp8Format f) {
+  // 256 codes: the exact one is found by a search, which only runs for
+  // values outside the small integers that the table below covers.
+  for (unsigned code = 0; code < 256; ++code) {
+    if (fp8_decode(static_cast<std::uint8_t>(code), f) == value) return static_cast<std::uint8_t>(code);
+  }
+  return 0x7F;  // not representable: NaN in both formats
+}
+
+// Codes of the integers -64..64, the range every fp8 pattern value is in.
+std::uint8_t fp8_code(std::int64_t value, DType dtype) {
+  struct Table {
+    std::array<std::uint8_t, 129> codes{};
+    explicit Table(Fp8Format f) {
+      for (std::size_t i = 0; i < codes.size(); ++i) codes[i] = fp8_encode(static_cast<double>(i) - 64.0, f);
+    }
+  };
+  static const Table e4m3(fp8_format(DType::fp8e4m3));
+  static const Table e5m2(fp8_format(DType::fp8e5m2));
+  if (value >= -64 && value <= 64)
+    return (dtype == DType::fp8e4m3 ? e4m3 : e5m2).codes[static_cast<std::size_t>(value + 64)];
+  return fp8_encode(static_cast<double>(value), fp8_format(dtype));
+}
+
 template <typename T>
 void put(std::span<std::byte> data, std::size_t index, T value) {
   std::memcpy(data.data() + index * sizeof(T), &value, sizeof(T));
@@ -126,6 +202,9 @@ double load_real(DType dtype, std::span<const std::byte> data, std::size_t index
       return get<float>(data, index);
     case DType::float64:
       return get<double>(data, index);
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
+      return fp8_decode(get<std::uint8_t>(data, index), fp8_format(dtype));
     default:
       return 0.0;
   }
@@ -140,6 +219,10 @@ double epsilon(DType dtype) {
       return std::ldexp(1.0, -7);
     case DType::float32:
       return std::ldexp(1.0, -23);
+    case DType::fp8e4m3:
+      return std::ldexp(1.0, -3);
+    case DType::fp8e5m2:
+      return std::ldexp(1.0, -2);
     default:
       return std::ldexp(1.0, -52);
   }
@@ -173,7 +256,7 @@ std::int64_t input_value(Op op, RedOp redop, DType dtype, int rank, int nranks, 
                  : 1;
     case RedOp::min:
     case RedOp::max:
-      return sign ? static_cast<std::int64_t>(h % 101) - 50 : static_cast<std::int64_t>(h % 101);
+      return spread(dtype, h % 101);
     case RedOp::avg:
       return avg_base(dtype, index) + avg_offset(rank, nranks);
   }
@@ -215,6 +298,10 @@ std::int64_t garbage_value(DType dtype) {
       return -127;
     case DType::uint8:
       return 255;
+    case DType::fp8e4m3:
+      return -448;  // the largest e4m3 magnitude
+    case DType::fp8e5m2:
+      return -57344;  // the largest finite e5m2 magnitude
     default:
       return -30720;  // exact in half and bfloat16, beyond every pattern
   }
@@ -246,6 +333,10 @@ void store(DType dtype, std::span<std::byte> data, std::size_t index, std::int64
     case DType::float64:
       put(data, index, static_cast<double>(value));
       break;
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
+      put(data, index, fp8_code(value, dtype));
+      break;
   }
 }
 
@@ -268,6 +359,9 @@ std::int64_t load(DType dtype, std::span<const std::byte> data, std::size_t inde
       return from_floating(get<float>(data, index), exact);
     case DType::float64:
       return from_floating(get<double>(data, index), exact);
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
+      return from_floating(fp8_decode(get<std::uint8_t>(data, index), fp8_format(dtype)), exact);
   }
   return 0;
 }

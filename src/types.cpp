@@ -36,12 +36,16 @@ constexpr std::array<std::pair<std::string_view, Op>, 7> op_names{{
 }};
 
 // Canonical names first; nccl-tests' spellings accepted too.
-constexpr std::array<std::pair<std::string_view, DType>, 19> dtype_names{{
-    {"int8", DType::int8},       {"uint8", DType::uint8},       {"int32", DType::int32},     {"int64", DType::int64},
-    {"half", DType::half},       {"bfloat16", DType::bfloat16}, {"float", DType::float32},   {"double", DType::float64},
-    {"char", DType::int8},       {"int", DType::int32},         {"uint8_t", DType::uint8},   {"float16", DType::half},
-    {"fp16", DType::half},       {"bf16", DType::bfloat16},     {"float32", DType::float32}, {"fp32", DType::float32},
-    {"float64", DType::float64}, {"fp64", DType::float64},      {"int64_t", DType::int64},
+constexpr std::array<std::pair<std::string_view, DType>, 25> dtype_names{{
+    {"int8", DType::int8},          {"uint8", DType::uint8},        {"int32", DType::int32},
+    {"int64", DType::int64},        {"half", DType::half},          {"bfloat16", DType::bfloat16},
+    {"float", DType::float32},      {"double", DType::float64},     {"fp8e4m3", DType::fp8e4m3},
+    {"fp8e5m2", DType::fp8e5m2},    {"e4m3", DType::fp8e4m3},       {"e5m2", DType::fp8e5m2},
+    {"float8e4m3", DType::fp8e4m3}, {"float8e5m2", DType::fp8e5m2}, {"char", DType::int8},
+    {"int", DType::int32},          {"uint8_t", DType::uint8},      {"float16", DType::half},
+    {"fp16", DType::half},          {"bf16", DType::bfloat16},      {"float32", DType::float32},
+    {"fp32", DType::float32},       {"float64", DType::float64},    {"fp64", DType::float64},
+    {"int64_t", DType::int64},
 }};
 
 constexpr std::array<std::pair<std::string_view, RedOp>, 5> redop_names{{
@@ -88,8 +92,9 @@ const std::vector<Op>& all_ops() {
 }
 
 const std::vector<DType>& all_dtypes() {
-  static const std::vector<DType> dtypes{DType::int8, DType::uint8,    DType::int32,   DType::int64,
-                                         DType::half, DType::bfloat16, DType::float32, DType::float64};
+  static const std::vector<DType> dtypes{DType::int8,    DType::uint8,    DType::int32,   DType::int64,
+                                         DType::half,    DType::bfloat16, DType::float32, DType::float64,
+                                         DType::fp8e4m3, DType::fp8e5m2};
   return dtypes;
 }
 
@@ -97,6 +102,8 @@ std::size_t element_size(DType dtype) {
   switch (dtype) {
     case DType::int8:
     case DType::uint8:
+    case DType::fp8e4m3:
+    case DType::fp8e5m2:
       return 1;
     case DType::half:
     case DType::bfloat16:
@@ -112,7 +119,8 @@ std::size_t element_size(DType dtype) {
 }
 
 bool is_floating(DType dtype) {
-  return dtype == DType::half || dtype == DType::bfloat16 || dtype == DType::float32 || dtype == DType::float64;
+  return dtype == DType::half || dtype == DType::bfloat16 || dtype == DType::float32 || dtype == DType::float64 ||
+         dtype == DType::fp8e4m3 || dtype == DType::fp8e5m2;
 }
 
 bool is_signed(DType dtype) { return dtype != DType::uint8; }

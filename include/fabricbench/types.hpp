@@ -12,7 +12,10 @@
 namespace fabricbench {
 
 enum class Op { allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv };
-enum class DType { int8, uint8, int32, int64, half, bfloat16, float32, float64 };
+// fp8e4m3 and fp8e5m2 are the OCP 8-bit floats (4 exponent bits and 3 of
+// mantissa, or 5 and 2), which NCCL reduces on GPUs of compute capability 9.0
+// and newer.
+enum class DType { int8, uint8, int32, int64, half, bfloat16, float32, float64, fp8e4m3, fp8e5m2 };
 enum class RedOp { sum, prod, min, max, avg };
 enum class Placement { out_of_place, in_place };
 

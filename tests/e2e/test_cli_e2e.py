@@ -148,6 +148,7 @@ class BadInput(unittest.TestCase):
         (["--transport", "nccl"], r"no CUDA device visible on \S+ \(.+\); use --transport mpi$|"
                                   r"--transport nccl: this build has no NCCL transport"),
         (["--dtype", "half"], r"--dtype half: the mpi transport has no half type"),
+        (["--dtype", "float,fp8e4m3"], r"--dtype fp8e4m3: the mpi transport has no fp8e4m3 type"),
         (["--redop", "avg"], r"--redop avg: the mpi transport has no avg reduction"),
         (["--frobnicate"], r"frobnicate"),
     ]

@@ -78,8 +78,11 @@ Bytes reference_output(Op op, DType dtype, RedOp redop, int rank, int n, int roo
 TEST(Pattern, StoreLoadRoundTripsInEveryDtype) {
   for (const DType d : all_dtypes()) {
     Bytes buf(16 * element_size(d));
-    const std::int64_t lo = is_signed(d) ? -100 : 0;
-    for (std::int64_t v = lo; v < lo + 16; ++v) {
+    // fp8 holds every integer only up to 16 (e4m3) or 8 (e5m2).
+    const bool fp8 = d == DType::fp8e4m3 || d == DType::fp8e5m2;
+    const std::int64_t lo = fp8 ? (d == DType::fp8e4m3 ? -16 : -8) : is_signed(d) ? -100 : 0;
+    const std::int64_t hi = fp8 ? -lo + 1 : lo + 16;
+    for (std::int64_t v = lo; v < hi; ++v) {
       pattern::store(d, buf, 3, v);
       bool exact = false;
       EXPECT_EQ(pattern::load(d, buf, 3, &exact), v) << name(d);
@@ -88,6 +91,34 @@ TEST(Pattern, StoreLoadRoundTripsInEveryDtype) {
     pattern::store(d, buf, 0, pattern::garbage_value(d));
     EXPECT_EQ(pattern::load(d, buf, 0, nullptr), pattern::garbage_value(d)) << name(d);
   }
+}
+
+TEST(Pattern, Fp8CodesAreTheOcpOnes) {
+  // Reference codes from the OCP 8-bit floating point specification.
+  Bytes buf(1);
+  const auto code = [&](DType d, std::int64_t v) {
+    pattern::store(d, buf, 0, v);
+    return static_cast<unsigned>(buf[0]);
+  };
+  EXPECT_EQ(code(DType::fp8e4m3, 1), 0x38U);     // 0.0111.000
+  EXPECT_EQ(code(DType::fp8e4m3, -2), 0xC0U);    // 1.1000.000
+  EXPECT_EQ(code(DType::fp8e4m3, 16), 0x58U);    // 0.1011.000
+  EXPECT_EQ(code(DType::fp8e4m3, -448), 0xFEU);  // the largest magnitude
+  EXPECT_EQ(code(DType::fp8e5m2, 1), 0x3CU);     // 0.01111.00
+  EXPECT_EQ(code(DType::fp8e5m2, 3), 0x42U);     // 0.10000.10
+  EXPECT_EQ(code(DType::fp8e5m2, -57344), 0xFBU);
+  // NaN and infinity codes never read as a value.
+  bool exact = true;
+  buf[0] = std::byte{0x7F};
+  pattern::load(DType::fp8e4m3, buf, 0, &exact);
+  EXPECT_FALSE(exact);
+  buf[0] = std::byte{0x7C};  // e5m2 +infinity
+  pattern::load(DType::fp8e5m2, buf, 0, &exact);
+  EXPECT_FALSE(exact);
+  // 17 has no e4m3 code: it is stored as NaN, never as a neighbour.
+  pattern::store(DType::fp8e4m3, buf, 0, 17);
+  pattern::load(DType::fp8e4m3, buf, 0, &exact);
+  EXPECT_FALSE(exact);
 }
 
 TEST(Pattern, ReferenceOutputsHaveNoWrongElements) {
@@ -146,9 +177,11 @@ TEST(Pattern, ChunksFromTheWrongRankAreCaught) {
 
 TEST(Pattern, SumsStayExactForManyRanks) {
   // Partial sums in any order stay within the exactly representable range.
-  for (const DType d : {DType::int8, DType::uint8, DType::half, DType::bfloat16}) {
-    for (const int n : {2, 8, 63, 64, 127, 128, 200, 1000}) {
-      const std::int64_t cap = d == DType::int8 ? 127 : d == DType::uint8 ? 255 : d == DType::half ? 2048 : 256;
+  for (const DType d : {DType::int8, DType::uint8, DType::half, DType::bfloat16, DType::fp8e4m3, DType::fp8e5m2}) {
+    for (const int n : {2, 4, 8, 9, 16, 17, 63, 64, 127, 128, 200, 1000}) {
+      std::int64_t cap = d == DType::int8 ? 127 : d == DType::uint8 ? 255 : d == DType::half ? 2048 : 256;
+      if (d == DType::fp8e4m3) cap = 16;
+      if (d == DType::fp8e5m2) cap = 8;
       for (std::size_t i = 0; i < 50; ++i) {
         std::int64_t positive = 0;
         std::int64_t negative = 0;

@@ -33,6 +33,10 @@ TEST(Names, AcceptsNcclTestsSpellingsAndRejectsUnknown) {
   EXPECT_EQ(parse_dtype("float"), DType::float32);
   EXPECT_EQ(parse_dtype("FP16"), DType::half);
   EXPECT_EQ(parse_dtype("bf16"), DType::bfloat16);
+  EXPECT_EQ(parse_dtype("e4m3"), DType::fp8e4m3);
+  EXPECT_EQ(parse_dtype("float8e5m2"), DType::fp8e5m2);
+  EXPECT_EQ(element_size(DType::fp8e4m3), 1U);
+  EXPECT_TRUE(is_floating(DType::fp8e5m2));
   EXPECT_EQ(parse_op("AllReduce"), Op::allreduce);
   EXPECT_FALSE(parse_op("all_reduce"));
   EXPECT_FALSE(parse_dtype("float128"));
