@@ -1,4 +1,4 @@
-// Pattern fill and verify kernels. The values come from pattern_values.hpp,
+// Pattern fill and verify kernels. The values come from fabricbench/pattern_values.hpp,
 // which a host test pins to src/pattern.cpp; the element conversions below are
 // exact because every pattern value is a small integer.
 
@@ -7,7 +7,7 @@
 #include <cuda_fp8.h>
 
 #include "fabricbench/kernels.hpp"
-#include "pattern_values.hpp"
+#include "fabricbench/pattern_values.hpp"
 
 namespace fabricbench::kernels {
 namespace {

@@ -1,5 +1,7 @@
 #include "fabricbench/pattern.hpp"
 
+#include "fabricbench/pattern_values.hpp"
+
 #include <array>
 #include <bit>
 #include <cmath>
@@ -8,71 +10,6 @@
 
 namespace fabricbench::pattern {
 namespace {
-
-// Largest integer magnitude up to which every integer is exact in `dtype`:
-// partial sums of the pattern must stay within it in any reduction order.
-std::int64_t exact_cap(DType dtype) {
-  switch (dtype) {
-    case DType::int8:
-      return 127;
-    case DType::uint8:
-      return 255;
-    case DType::half:
-      return 2048;
-    case DType::bfloat16:
-      return 256;
-    case DType::float32:
-      return std::int64_t{1} << 24;
-    case DType::float64:
-      return std::int64_t{1} << 53;
-    case DType::int32:
-      return std::numeric_limits<std::int32_t>::max();
-    case DType::int64:
-      return std::int64_t{1} << 62;
-    case DType::fp8e4m3:
-      return 16;
-    case DType::fp8e5m2:
-      return 8;
-  }
-  return 127;
-}
-
-// The largest magnitude of the position-telling patterns (moves, min/max):
-// +-50 everywhere but in fp8, whose integers are exact only up to 16 or 8.
-std::uint64_t value_span(DType dtype) {
-  if (dtype == DType::fp8e4m3) return 16;
-  if (dtype == DType::fp8e5m2) return 8;
-  return 50;
-}
-
-// A hash h spread over [-span, span] (signed) or [0, 2 span] (unsigned).
-std::int64_t spread(DType dtype, std::uint64_t h) {
-  const std::uint64_t span = value_span(dtype);
-  const auto v = static_cast<std::int64_t>(h % (2 * span + 1));
-  return is_signed(dtype) ? v - static_cast<std::int64_t>(span) : v;
-}
-
-std::uint64_t mix(int rank, std::size_t index) {
-  return static_cast<std::uint64_t>(rank) * 7U + static_cast<std::uint64_t>(index) * 13U;
-}
-
-std::int64_t move_value(DType dtype, int rank, std::size_t index) {
-  const std::uint64_t h =
-      (static_cast<std::uint64_t>(rank) * 31U + static_cast<std::uint64_t>(index % 101) * 7U) % 101U;
-  return spread(dtype, h);
-}
-
-// avg: base(index) plus +1/-1 offsets that cancel over the ranks, so the sum is
-// nranks * base and the mean is exactly base.
-std::int64_t avg_base(DType dtype, std::size_t index) {
-  const auto h = static_cast<std::int64_t>((index * 13U) % 5U);
-  return is_signed(dtype) ? h - 2 : (h % 3) + 1;
-}
-
-std::int64_t avg_offset(int rank, int nranks) {
-  if (nranks % 2 == 1 && rank == nranks - 1) return 0;
-  return rank % 2 == 0 ? 1 : -1;
-}
 
 std::uint16_t float_to_half_bits(float value) {
   const auto f = std::bit_cast<std::uint32_t>(value);
@@ -237,75 +174,14 @@ bool equal(DType dtype, std::span<const std::byte> data, std::size_t index, std:
 }  // namespace
 
 std::int64_t input_value(Op op, RedOp redop, DType dtype, int rank, int nranks, std::size_t index) {
-  if (!reduces(op)) return move_value(dtype, rank, index);
-  const std::uint64_t h = mix(rank, index);
-  const std::int64_t cap = exact_cap(dtype);
-  const std::int64_t n = nranks;
-  const bool sign = is_signed(dtype);
-  switch (redop) {
-    case RedOp::sum:
-      if (2 * n <= cap) return sign ? static_cast<std::int64_t>(h % 5) - 2 : static_cast<std::int64_t>(h % 3);
-      if (n <= cap) return sign ? static_cast<std::int64_t>(h % 3) - 1 : static_cast<std::int64_t>(h % 2);
-      // Too many ranks for dense values to stay exact: one rank per index adds 1.
-      return static_cast<std::size_t>(rank) == index % static_cast<std::size_t>(nranks) ? 1 : 0;
-    case RedOp::prod:
-      if (sign) return h % 3 == 0 ? -1 : 1;
-      return (static_cast<std::size_t>(rank) == index % static_cast<std::size_t>(nranks) &&
-              (index / static_cast<std::size_t>(nranks)) % 2 == 0)
-                 ? 2
-                 : 1;
-    case RedOp::min:
-    case RedOp::max:
-      return spread(dtype, h % 101);
-    case RedOp::avg:
-      return avg_base(dtype, index) + avg_offset(rank, nranks);
-  }
-  return 0;
+  return pattern_values::input(op, redop, dtype, rank, nranks, index);
 }
 
 std::int64_t reduced_value(RedOp redop, DType dtype, int nranks, std::size_t index) {
-  const Op op = Op::allreduce;
-  switch (redop) {
-    case RedOp::sum: {
-      std::int64_t total = 0;
-      for (int r = 0; r < nranks; ++r) total += input_value(op, redop, dtype, r, nranks, index);
-      return total;
-    }
-    case RedOp::prod: {
-      if (!is_signed(dtype)) return (index / static_cast<std::size_t>(nranks)) % 2 == 0 ? 2 : 1;
-      std::int64_t product = 1;
-      for (int r = 0; r < nranks; ++r) product *= input_value(op, redop, dtype, r, nranks, index);
-      return product;
-    }
-    case RedOp::min:
-    case RedOp::max: {
-      std::int64_t best = input_value(op, redop, dtype, 0, nranks, index);
-      for (int r = 1; r < nranks; ++r) {
-        const std::int64_t v = input_value(op, redop, dtype, r, nranks, index);
-        best = redop == RedOp::min ? std::min(best, v) : std::max(best, v);
-      }
-      return best;
-    }
-    case RedOp::avg:
-      return avg_base(dtype, index);
-  }
-  return 0;
+  return pattern_values::reduced(redop, dtype, nranks, index);
 }
 
-std::int64_t garbage_value(DType dtype) {
-  switch (dtype) {
-    case DType::int8:
-      return -127;
-    case DType::uint8:
-      return 255;
-    case DType::fp8e4m3:
-      return -448;  // the largest e4m3 magnitude
-    case DType::fp8e5m2:
-      return -57344;  // the largest finite e5m2 magnitude
-    default:
-      return -30720;  // exact in half and bfloat16, beyond every pattern
-  }
-}
+std::int64_t garbage_value(DType dtype) { return pattern_values::garbage(dtype); }
 
 void store(DType dtype, std::span<std::byte> data, std::size_t index, std::int64_t value) {
   switch (dtype) {

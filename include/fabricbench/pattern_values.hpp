@@ -1,9 +1,8 @@
 #pragma once
-// The data pattern as plain integer arithmetic that compiles for the host and
-// the device alike. It restates src/pattern.cpp without the standard library
-// so the fill and verify kernels can use it; a host unit test pins the two
-// together value for value, so a change to one that is not made to the other
-// fails on machines without a GPU too.
+// The data pattern's values as plain integer arithmetic that compiles for the
+// host and the device alike: the one definition of what every rank sends and
+// what every correct result holds. src/pattern.cpp builds the host fill and
+// check on it; the fill and verify kernels use it directly.
 
 #include <cstddef>
 #include <cstdint>
