@@ -177,11 +177,14 @@ int execute(const RunConfig& config, const Comm& world) {
     info.cost = PriceInfo{config.report.price_per_gpu_hour, config.report.price_per_node_hour};
 
   if (lead && !config.quiet) {
-    std::cout << fmt::format("# fabricbench {} (git {}) transport {}: {} ranks on {} node{}\n", result.tool.version,
-                             result.tool.git, info.transport, info.ranks, info.nodes, info.nodes == 1 ? "" : "s");
-    for (int n = 0; n < layout.nodes; ++n)
-      std::cout << fmt::format("#   node {} {}: {} ranks\n", n, layout.hostnames[static_cast<std::size_t>(n)],
-                               layout.ranks_per_node[static_cast<std::size_t>(n)]);
+    std::cout << fmt::format("# fabricbench {} (git {}) transport {}: {} rank{} on {} node{}\n", result.tool.version,
+                             result.tool.git, info.transport, info.ranks, info.ranks == 1 ? "" : "s", info.nodes,
+                             info.nodes == 1 ? "" : "s");
+    for (int n = 0; n < layout.nodes; ++n) {
+      const int ranks = layout.ranks_per_node[static_cast<std::size_t>(n)];
+      std::cout << fmt::format("#   node {} {}: {} rank{}\n", n, layout.hostnames[static_cast<std::size_t>(n)], ranks,
+                               ranks == 1 ? "" : "s");
+    }
   }
   // The topology comes first, before any collective runs.
   if (config.command == Command::topo || config.command == Command::run) {

@@ -31,6 +31,7 @@ ToolInfo tool_info() {
   info.libraries["mpi_runtime"] = mpi_library_version();
 #endif
 #if FABRICBENCH_HAVE_CUDA
+  info.transports.emplace_back("nccl");
   info.libraries["cuda_built"] = fmt::format("{}.{}", CUDART_VERSION / 1000, (CUDART_VERSION % 1000) / 10);
   info.libraries["nccl_built"] = fmt::format("{}.{}.{}", NCCL_MAJOR, NCCL_MINOR, NCCL_PATCH);
 #endif

@@ -247,8 +247,8 @@ std::string node_signature(const NodeTopology& node) {
   parts.push_back(nic_parts.empty() ? std::string("no NIC") : fmt::format("{}", fmt::join(nic_parts, ", ")));
   parts.push_back("GPUDirect RDMA " + node.gpudirect.status);
   const HostInfo& h = node.host;
-  parts.push_back(fmt::format("{} sockets, {} cores, {} GiB", h.sockets ? std::to_string(*h.sockets) : "?",
-                              h.cores ? std::to_string(*h.cores) : "?",
+  parts.push_back(fmt::format("{} socket{}, {} cores, {} GiB", h.sockets ? std::to_string(*h.sockets) : "?",
+                              h.sockets && *h.sockets == 1 ? "" : "s", h.cores ? std::to_string(*h.cores) : "?",
                               h.memory_bytes ? std::to_string(*h.memory_bytes >> 30) : "?"));
   return fmt::format("{}", fmt::join(parts, " | "));
 }
