@@ -105,10 +105,6 @@ __global__ void count_wrong_kernel(const T* in, pv::Params p, unsigned long long
   if (mine != 0) atomicAdd(wrong, mine);
 }
 
-pv::Params params(const PatternLaunch& l) {
-  return {l.op, l.dtype, l.redop, l.rank, l.nranks, l.root, l.param, l.send, l.recv};
-}
-
 // Calls `f` with a null pointer of the element type of `dtype`.
 template <typename F>
 cudaError_t by_type(DType dtype, F&& f) {
@@ -167,10 +163,9 @@ __global__ void hold_kernel(const volatile int* release, int* expired, std::uint
 
 }  // namespace
 
-cudaError_t fill_input(void* send, const PatternLaunch& l, cudaStream_t stream) {
-  if (l.send == 0) return cudaSuccess;
-  const pv::Params p = params(l);
-  return by_type(l.dtype, [&](auto* tag) {
+cudaError_t fill_input(void* send, const PatternLaunch& p, cudaStream_t stream) {
+  if (p.send == 0) return cudaSuccess;
+  return by_type(p.dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     fill_input_kernel<T><<<grid_for(p.send), block, 0, stream>>>(static_cast<T*>(send), p);
   });
@@ -184,11 +179,10 @@ cudaError_t fill_value(void* data, DType dtype, std::size_t elements, std::int64
   });
 }
 
-cudaError_t count_wrong(const void* output, const PatternLaunch& l, unsigned long long* wrong, cudaStream_t stream) {
-  const pv::Params p = params(l);
+cudaError_t count_wrong(const void* output, const PatternLaunch& p, unsigned long long* wrong, cudaStream_t stream) {
   const std::size_t n = pv::output_elements(p);
   if (n == 0) return cudaSuccess;
-  return by_type(l.dtype, [&](auto* tag) {
+  return by_type(p.dtype, [&](auto* tag) {
     using T = std::remove_pointer_t<decltype(tag)>;
     count_wrong_kernel<T><<<grid_for(n), block, 0, stream>>>(static_cast<const T*>(output), p, wrong);
   });

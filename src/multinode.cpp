@@ -76,9 +76,10 @@ std::vector<double> gather_times(const Comm& world, double mine) {
   return times;
 }
 
-Measurement ring_measurement(const RunConfig& config, Transport& transport, const Comm& group, std::size_t bytes) {
-  const Counts counts = counts_for(Op::sendrecv, fabric_dtype, bytes, group.size());
-  const OpSpec spec{Op::sendrecv, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, counts};
+// The ladder and the pair rounds measure float sums out of place.
+Measurement measure_fabric_op(const RunConfig& config, Transport& transport, const Comm& group, Op op,
+                              const Counts& counts) {
+  const OpSpec spec{op, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, counts};
   transport.prepare(spec);
   return measure_op(config, transport, group, spec);
 }
@@ -94,13 +95,14 @@ void exchange_round(const RunConfig& config, Transport& transport, const Comm& w
   const std::unique_ptr<Transport> sub = transport.split(group, color, key);
   for (const bool bandwidth : {true, false}) {
     const std::size_t bytes = bandwidth ? config.pairs.bytes : config.pairs.small_bytes;
+    const Counts counts = counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
     Measurement m;
-    if (sub) m = ring_measurement(config, *sub, group, bytes);
+    if (sub) m = measure_fabric_op(config, *sub, group, Op::sendrecv, counts);
     std::uint64_t wrong = sub && group.rank() == 0 ? m.timing.wrong.value_or(0) : 0;
     world.allreduce_sum(std::span<std::uint64_t>(&wrong, 1));
     result.wrong += wrong;
     const std::vector<double> times = gather_times(world, m.local_seconds);
-    if (world.rank() == 0) record(bandwidth, counts_for(Op::sendrecv, fabric_dtype, bytes, 2).bytes, times);
+    if (world.rank() == 0) record(bandwidth, counts.bytes, times);
   }
 }
 
@@ -129,9 +131,7 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
       std::optional<GroupLine> mine;
       const Counts counts = counts_for(job.op, fabric_dtype, job.bytes, group.empty() ? 1 : group.size());
       if (sub && counts.param > 0) {
-        const OpSpec spec{job.op, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, counts};
-        sub->prepare(spec);
-        const Measurement m = measure_op(config, *sub, group, spec);
+        const Measurement m = measure_fabric_op(config, *sub, group, job.op, counts);
         if (group.rank() == 0)
           mine = GroupLine{color, m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0), group.size()};
       }

@@ -147,24 +147,6 @@ double load_real(DType dtype, std::span<const std::byte> data, std::size_t index
   }
 }
 
-// Machine epsilon of the floating types.
-double epsilon(DType dtype) {
-  switch (dtype) {
-    case DType::half:
-      return std::ldexp(1.0, -10);
-    case DType::bfloat16:
-      return std::ldexp(1.0, -7);
-    case DType::float32:
-      return std::ldexp(1.0, -23);
-    case DType::fp8e4m3:
-      return std::ldexp(1.0, -3);
-    case DType::fp8e5m2:
-      return std::ldexp(1.0, -2);
-    default:
-      return std::ldexp(1.0, -52);
-  }
-}
-
 bool equal(DType dtype, std::span<const std::byte> data, std::size_t index, std::int64_t expected) {
   bool exact = true;
   const std::int64_t got = load(dtype, data, index, &exact);
@@ -254,52 +236,20 @@ void fill_garbage(DType dtype, std::span<std::byte> recv, std::size_t elements) 
 
 std::uint64_t count_wrong(Op op, DType dtype, RedOp redop, int rank, int nranks, int root, const Counts& counts,
                           std::span<const std::byte> recv) {
-  std::uint64_t wrong = 0;
-  const std::size_t param = counts.param;
+  // The same expectations the verify kernel checks on the device.
+  const pattern_values::Params p{op, dtype, redop, rank, nranks, root, counts.param, counts.send, counts.recv};
   // A floating average is computed by scaling each input by 1/n (NCCL's
   // pre-multiplied sum), so it is only exact within rounding: the bound is a
   // few ulps per rank, far below the distance to any wrong value (>= 1).
-  const bool approximate = reduces(op) && redop == RedOp::avg && is_floating(dtype);
-  const double tolerance = approximate ? epsilon(dtype) * 4.0 * static_cast<double>(nranks) * 4.0 : 0.0;
-  const auto expect = [&](std::size_t i, std::int64_t value) {
-    if (approximate) {
-      const double got = load_real(dtype, recv, i);
-      if (!(std::fabs(got - static_cast<double>(value)) <= tolerance)) ++wrong;
-    } else if (!equal(dtype, recv, i, value)) {
-      ++wrong;
-    }
-  };
-  switch (op) {
-    case Op::allreduce:
-      for (std::size_t i = 0; i < counts.recv; ++i) expect(i, reduced_value(redop, dtype, nranks, i));
-      break;
-    case Op::reduce:
-      if (rank != root) break;
-      for (std::size_t i = 0; i < counts.recv; ++i) expect(i, reduced_value(redop, dtype, nranks, i));
-      break;
-    case Op::reducescatter:
-      for (std::size_t i = 0; i < param; ++i)
-        expect(i, reduced_value(redop, dtype, nranks, static_cast<std::size_t>(rank) * param + i));
-      break;
-    case Op::allgather:
-      for (int s = 0; s < nranks; ++s)
-        for (std::size_t i = 0; i < param; ++i)
-          expect(static_cast<std::size_t>(s) * param + i, input_value(op, redop, dtype, s, nranks, i));
-      break;
-    case Op::broadcast:
-      for (std::size_t i = 0; i < counts.recv; ++i) expect(i, input_value(op, redop, dtype, root, nranks, i));
-      break;
-    case Op::alltoall:
-      for (int s = 0; s < nranks; ++s)
-        for (std::size_t i = 0; i < param; ++i)
-          expect(static_cast<std::size_t>(s) * param + i,
-                 input_value(op, redop, dtype, s, nranks, static_cast<std::size_t>(rank) * param + i));
-      break;
-    case Op::sendrecv: {
-      const int from = (rank - 1 + nranks) % nranks;
-      for (std::size_t i = 0; i < counts.recv; ++i) expect(i, input_value(op, redop, dtype, from, nranks, i));
-      break;
-    }
+  const bool approximate = pattern_values::approximate(p);
+  const double tolerance = pattern_values::tolerance(p);
+  std::uint64_t wrong = 0;
+  const std::size_t elements = pattern_values::output_elements(p);
+  for (std::size_t i = 0; i < elements; ++i) {
+    const std::int64_t value = pattern_values::expected(p, i);
+    const bool ok = approximate ? std::fabs(load_real(dtype, recv, i) - static_cast<double>(value)) <= tolerance
+                                : equal(dtype, recv, i, value);
+    if (!ok) ++wrong;
   }
   return wrong;
 }

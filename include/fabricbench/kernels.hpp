@@ -8,22 +8,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include "fabricbench/pattern_values.hpp"
 #include "fabricbench/types.hpp"
 
 namespace fabricbench::kernels {
 
-// One rank's view of one operation, as the pattern kernels need it.
-struct PatternLaunch {
-  Op op = Op::allreduce;
-  DType dtype = DType::float32;
-  RedOp redop = RedOp::sum;
-  int rank = 0;
-  int nranks = 1;
-  int root = 0;
-  std::size_t param = 0;
-  std::size_t send = 0;
-  std::size_t recv = 0;
-};
+// One rank's view of one operation, as the pattern kernels need it: the
+// pattern's own parameters.
+using PatternLaunch = pattern_values::Params;
 
 // Writes this rank's input (pattern::fill_input) into `send` (send elements).
 cudaError_t fill_input(void* send, const PatternLaunch& p, cudaStream_t stream);
