@@ -6,8 +6,8 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
-#include "fabricbench/kernels.hpp"
-#include "fabricbench/pattern_values.hpp"
+#include "fabricbench/transport/cuda/kernels.hpp"
+#include "fabricbench/transport/pattern_values.hpp"
 
 namespace fabricbench::kernels {
 namespace {

@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/app.hpp"
-#include "fabricbench/build_info.hpp"
-#include "fabricbench/cli.hpp"
-#include "fabricbench/error.hpp"
-#include "fabricbench/report.hpp"
+#include "fabricbench/analysis/report.hpp"
+#include "fabricbench/app/app.hpp"
+#include "fabricbench/app/build_info.hpp"
+#include "fabricbench/app/cli.hpp"
+#include "fabricbench/core/error.hpp"
 
 int main(int argc, char** argv) {
   using namespace fabricbench;

@@ -2,7 +2,7 @@
 // correct, the device pattern equal to the host's byte for byte, corruption
 // caught, batches timed (plain and graph), and the timeout path. One rank on
 // one GPU, then one thread per visible GPU when there are several.
-#include "fabricbench/nccl_transport.hpp"
+#include "fabricbench/transport/nccl/nccl_transport.hpp"
 
 #include <chrono>
 #include <thread>
@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "fabricbench/kernels.hpp"
-#include "fabricbench/local_comm.hpp"
-#include "fabricbench/pattern.hpp"
+#include "fabricbench/comm/local_comm.hpp"
+#include "fabricbench/transport/cuda/kernels.hpp"
+#include "fabricbench/transport/pattern.hpp"
 
 namespace fabricbench {
 namespace {

@@ -3,7 +3,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fabricbench/comm.hpp"
+#include "fabricbench/comm/comm.hpp"
 
 int main(int argc, char** argv) {
   const fabricbench::MpiSession session(&argc, &argv);

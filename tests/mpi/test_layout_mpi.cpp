@@ -1,7 +1,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
-#include "fabricbench/layout.hpp"
+#include "fabricbench/comm/layout.hpp"
 
 namespace fabricbench {
 namespace {

@@ -1,8 +1,8 @@
-#include "fabricbench/mpi_transport.hpp"
+#include "fabricbench/transport/mpi/mpi_transport.hpp"
 
 #include <gtest/gtest.h>
 
-#include "fabricbench/pattern.hpp"
+#include "fabricbench/transport/pattern.hpp"
 
 namespace fabricbench {
 namespace {

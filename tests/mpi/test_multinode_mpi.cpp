@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "fabricbench/mpi_transport.hpp"
-#include "fabricbench/multinode.hpp"
+#include "fabricbench/engine/multinode.hpp"
+#include "fabricbench/transport/mpi/mpi_transport.hpp"
 
 namespace fabricbench {
 namespace {

@@ -3,8 +3,8 @@
 
 #include <gtest/gtest.h>
 
-#include "fabricbench/mpi_transport.hpp"
-#include "fabricbench/sweep.hpp"
+#include "fabricbench/engine/sweep.hpp"
+#include "fabricbench/transport/mpi/mpi_transport.hpp"
 
 namespace fabricbench {
 namespace {

@@ -1,8 +1,8 @@
-#include "fabricbench/cli.hpp"
+#include "fabricbench/app/cli.hpp"
 
 #include <gtest/gtest.h>
 
-#include "fabricbench/error.hpp"
+#include "fabricbench/core/error.hpp"
 
 namespace fabricbench {
 namespace {

@@ -1,4 +1,4 @@
-#include "fabricbench/device_select.hpp"
+#include "fabricbench/transport/cuda/device_select.hpp"
 
 #include <map>
 

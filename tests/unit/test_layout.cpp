@@ -1,4 +1,4 @@
-#include "fabricbench/layout.hpp"
+#include "fabricbench/comm/layout.hpp"
 
 #include <gtest/gtest.h>
 

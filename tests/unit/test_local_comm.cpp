@@ -1,6 +1,6 @@
 // The groups without MPI: threads, and processes meeting in a folder (here
 // threads standing in for the processes, which exercises the same files).
-#include "fabricbench/local_comm.hpp"
+#include "fabricbench/comm/local_comm.hpp"
 
 #include <filesystem>
 #include <functional>
@@ -8,8 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "fabricbench/error.hpp"
-#include "fabricbench/layout.hpp"
+#include "fabricbench/comm/layout.hpp"
+#include "fabricbench/core/error.hpp"
 
 namespace fabricbench {
 namespace {

@@ -1,4 +1,4 @@
-#include "fabricbench/output.hpp"
+#include "fabricbench/output/output.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -9,7 +9,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fabricbench/error.hpp"
+#include "fabricbench/core/error.hpp"
 
 namespace fabricbench {
 namespace {

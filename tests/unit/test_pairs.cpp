@@ -1,4 +1,4 @@
-#include "fabricbench/pairs.hpp"
+#include "fabricbench/engine/pairs.hpp"
 
 #include <set>
 #include <utility>

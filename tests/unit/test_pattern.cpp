@@ -1,4 +1,4 @@
-#include "fabricbench/pattern.hpp"
+#include "fabricbench/transport/pattern.hpp"
 
 #include <algorithm>
 #include <cstdint>

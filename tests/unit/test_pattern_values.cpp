@@ -1,13 +1,13 @@
 // The pattern's values (fabricbench/pattern_values.hpp, shared by the host
 // and the kernels) and the kernels' view of a correct output, checked on the
 // host: runs without a GPU.
-#include "fabricbench/pattern_values.hpp"
+#include "fabricbench/transport/pattern_values.hpp"
 
 #include <vector>
 
 #include <gtest/gtest.h>
 
-#include "fabricbench/pattern.hpp"
+#include "fabricbench/transport/pattern.hpp"
 
 namespace fabricbench {
 namespace {

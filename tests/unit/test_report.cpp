@@ -1,4 +1,4 @@
-#include "fabricbench/report.hpp"
+#include "fabricbench/analysis/report.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -8,9 +8,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "fabricbench/error.hpp"
-#include "fabricbench/reader.hpp"
-#include "fabricbench/schema_validate.hpp"
+#include "fabricbench/core/error.hpp"
+#include "fabricbench/model/reader.hpp"
+#include "fabricbench/model/schema_validate.hpp"
 
 namespace fabricbench {
 namespace {

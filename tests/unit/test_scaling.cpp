@@ -1,4 +1,4 @@
-#include "fabricbench/scaling.hpp"
+#include "fabricbench/engine/scaling.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "fabricbench/sizes.hpp"
+#include "fabricbench/core/sizes.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "fabricbench/stats.hpp"
+#include "fabricbench/core/stats.hpp"
 
 #include <vector>
 

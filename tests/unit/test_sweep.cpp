@@ -1,4 +1,4 @@
-#include "fabricbench/sweep.hpp"
+#include "fabricbench/engine/sweep.hpp"
 
 #include <vector>
 

@@ -9,11 +9,11 @@
 #include <gtest/gtest.h>
 
 #include "../topology/fixture_tree.hpp"
-#include "fabricbench/gpu_probe.hpp"
-#include "fabricbench/sysfs_probe.hpp"
-#include "fabricbench/topology_analysis.hpp"
-#include "fabricbench/topology_probe.hpp"
-#include "fabricbench/topology_writers.hpp"
+#include "fabricbench/topology/gpu_probe.hpp"
+#include "fabricbench/topology/sysfs_probe.hpp"
+#include "fabricbench/topology/topology_analysis.hpp"
+#include "fabricbench/topology/topology_probe.hpp"
+#include "fabricbench/topology/topology_writers.hpp"
 
 namespace fabricbench {
 namespace {

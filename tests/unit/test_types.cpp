@@ -1,4 +1,4 @@
-#include "fabricbench/types.hpp"
+#include "fabricbench/core/types.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "fabricbench/writers.hpp"
+#include "fabricbench/output/writers.hpp"
 
 #include <cstdlib>
 #include <fstream>

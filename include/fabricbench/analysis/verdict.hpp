@@ -1,0 +1,118 @@
+#pragma once
+// Verdicts: from numbers to decisions. A run is judged three ways:
+// - health: the data check, whether the run finished, slow nodes and links
+//   from the pair matrix, topology anomalies, ladder warnings;
+// - references: measured figures against the expectations file
+//   (src/data/expectations.json, built in), matched on the hardware the
+//   topology probe found; hardware without a reference gets "no reference",
+//   never a guessed figure;
+// - gates: `--expect` expressions such as `allreduce.busbw>=350`.
+// Pure logic over records, so every rule is tested with fixture runs.
+
+#include <cstddef>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabricbench/model/result.hpp"
+
+namespace fabricbench {
+
+// Worst last, so "worse" is "greater". info: said, never gating.
+enum class Level { info, ok, warn, fail };
+std::string_view name(Level level);  // "INFO", "OK", "WARN", "FAIL"
+
+struct Verdict {
+  Level level = Level::info;
+  std::string kind;     // "data", "complete", "finding", "anomaly", "ladder", "reference", "gate"
+  std::string subject;  // "allreduce.busbw", "node-b", the gate's text
+  std::string reason;   // one sentence a person can act on
+  std::string source;   // references: where the expected figure comes from
+};
+
+// The hardware a run's topology shows, as the expectations match on it.
+struct Hardware {
+  std::optional<std::string> gpu_model;  // the most common GPU name
+  int gpus_per_node = 0;                 // fewest over nodes
+  std::string gpu_link;                  // "nvswitch", "nvlink", "pcie", or "none" without GPUs
+  int rdma_nics = 0;                     // active RDMA NICs per node (fewest over nodes)
+  std::string nic_kind;                  // "infiniband", "roce", or empty
+  std::optional<double> nic_rate_gbps;   // the fastest active RDMA port, Gb/s
+  std::optional<int> pcie_gen;           // of the GPUs' links (the most common current generation)
+  std::optional<int> pcie_width;
+};
+Hardware detect_hardware(const ClusterTopology& topology);
+// "8×NVIDIA H100 80GB HBM3, NVSwitch, 8×infiniband 400 Gb/s, PCIe Gen5 x16".
+std::string describe(const Hardware& hardware);
+
+struct Reference {
+  std::string id;
+  std::string label;   // "8×H100 NVSwitch"
+  std::string figure;  // "allreduce.busbw", "p2p.per_nic_gbs", "topo.h2d_gbs", "topo.d2h_gbs"
+  std::string scope;
+  // Match keys; an empty one matches anything.
+  std::optional<std::string> gpu_model_contains;
+  std::optional<int> gpus_per_node;
+  std::optional<std::string> gpu_link;
+  std::optional<std::string> nic_kind;
+  std::optional<double> nic_rate_gbps;
+  std::optional<int> pcie_gen;
+  std::optional<int> pcie_width;
+  std::size_t min_bytes = 0;  // the figure holds for messages this large
+  double expected_gbs = 0;    // the low end of a range
+  std::optional<double> expected_high_gbs;
+  bool approximate = false;
+  bool context_only = false;  // shown beside the verdict, never judged on
+  std::string source;
+};
+
+struct Expectations {
+  double warn_at = 0.9;     // OK at or above this fraction of the expected figure
+  double fail_below = 0.7;  // FAIL below this fraction; WARN between
+  std::vector<Reference> references;
+};
+
+// Parses an expectations document; throws UsageError naming what is wrong.
+Expectations parse_expectations(std::string_view text);
+// The file built into the binary.
+const Expectations& builtin_expectations();
+
+bool matches(const Reference& reference, const Hardware& hardware);
+
+// Health verdicts of one run (see above).
+std::vector<Verdict> health_verdicts(const RunResult& result);
+
+// Reference verdicts of one run: one per judged figure, or one INFO "no
+// reference (...)" saying why none applies.
+std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectations& expectations);
+
+// A gate: SUBJECT.METRIC[@ARG] CMP VALUE, CMP one of >= <= > < ==.
+//   <op>.busbw|algbw|time_us|p50_us|p99_us[@SIZE]   sweep records of the op at SIZE
+//                                                   (default: its largest measured size),
+//                                                   every dtype and placement measured there
+//   scale.busbw|busbw_min|efficiency[@NODES]        ladder levels of NODES nodes per group
+//                                                   (default: the largest), every op
+//   pairs.bandwidth|latency_us|findings             node-pair links (every link), finding count
+//   topo.h2d_gbs|d2h_gbs|local_copy_gbs|gpus|anomalies   every GPU / node; anomaly count
+// Every value in scope must satisfy the comparison; the verdict names the
+// worst. A figure the run does not hold (no ladder, no topology, a size not
+// measured) fails the gate with that reason: a gate never passes unasked.
+struct Gate {
+  std::string text;
+  std::string subject;  // "allreduce", "scale", "pairs", "topo"
+  std::string metric;
+  std::optional<std::size_t> at;  // size in bytes, or nodes per group for scale
+  std::string comparison;         // ">=", "<=", ">", "<", "=="
+  double value = 0;
+};
+
+// Throws UsageError: "--expect 'allreduce.bw>=3': unknown metric 'bw' for allreduce (busbw, ...)".
+Gate parse_gate(std::string_view text);
+Verdict evaluate_gate(const Gate& gate, const RunResult& result);
+
+// The worst gating level among `verdicts` (info never counts).
+Level worst(std::span<const Verdict> verdicts);
+
+}  // namespace fabricbench

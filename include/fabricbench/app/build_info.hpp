@@ -1,0 +1,15 @@
+#pragma once
+// What this binary is: version, git hash, compiled-in transports and the
+// library versions it was built against.
+
+#include <string>
+
+#include "fabricbench/model/result.hpp"
+
+namespace fabricbench {
+
+ToolInfo tool_info();
+// The `fabricbench version` text.
+std::string version_text();
+
+}  // namespace fabricbench

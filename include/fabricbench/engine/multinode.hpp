@@ -1,0 +1,24 @@
+#pragma once
+// Running the scaling ladder and the node-pair matrix over a transport:
+// sub-groups are split from the world (Comm::split, then Transport::split,
+// which is MPI_Comm_split or ncclCommSplit), and every group of a level or
+// round runs at once.
+
+#include "fabricbench/comm/comm.hpp"
+#include "fabricbench/comm/layout.hpp"
+#include "fabricbench/core/config.hpp"
+#include "fabricbench/engine/pairs.hpp"
+#include "fabricbench/engine/scaling.hpp"
+#include "fabricbench/transport/transport.hpp"
+
+namespace fabricbench {
+
+// The size the ladder runs: the configured size, capped so that a send and a
+// receive buffer fit in mem_cap (rounded down to a power of two).
+std::size_t ladder_bytes(const ScaleConfig& config);
+
+// Collective over `world`; the results are complete on world rank 0.
+ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout);
+PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout);
+
+}  // namespace fabricbench

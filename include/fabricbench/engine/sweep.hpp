@@ -1,0 +1,54 @@
+#pragma once
+// The sweep engine: ops x dtypes x redops x sizes x placements on one
+// transport. Every count is decided on rank 0 and broadcast, so all ranks
+// issue the same operations.
+
+#include <functional>
+#include <span>
+#include <vector>
+
+#include "fabricbench/comm/comm.hpp"
+#include "fabricbench/core/config.hpp"
+#include "fabricbench/model/result.hpp"
+#include "fabricbench/transport/transport.hpp"
+
+namespace fabricbench {
+
+// Timed iterations for a measured warm-up time per iteration: enough to fill
+// min_time_ms, within [min_iters, max_iters]; or fixed_iters when set.
+int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_iteration);
+
+// One measured placement: the group's figures (the same on every member) and
+// this rank's own batch time per iteration.
+struct Measurement {
+  Timing timing;
+  double local_seconds = 0;
+};
+
+// Measures `spec` on every member of `comm` (the transport's group): the data
+// check when enabled, the warm-up, the iteration count decided on the group's
+// rank 0, and the timed batch. Collective over the group.
+Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec);
+
+// Callbacks, called on rank 0 only.
+struct SweepListener {
+  // All placements of one (op, dtype, redop, size) point, as they complete.
+  std::function<void(std::span<const SweepRecord>)> on_point;
+  // After the last point of one op (all its dtypes and redops).
+  std::function<void(Op)> on_op_done;
+  // Before each point: position and total, for a progress line.
+  std::function<void(const SweepRecord&, std::size_t done, std::size_t total)> on_progress;
+};
+
+// Runs the sweep on every rank of `comm` (the same group as the transport).
+// Returns the records on rank 0 (empty elsewhere).
+std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
+                                   const SweepListener& listener);
+
+// Fills timing figures from per-rank times: mean/min/max over ranks of the
+// batch time per iteration (seconds), per-iteration samples averaged over
+// ranks (seconds), and the bandwidth of `bytes` with the op's factor.
+Timing make_timing(Op op, int nranks, std::size_t bytes, double mean_s, double min_s, double max_s,
+                   std::span<const double> per_iteration_s, int iterations);
+
+}  // namespace fabricbench

@@ -1,0 +1,28 @@
+#pragma once
+// Probing one node, and gathering every node's record to rank 0.
+
+#include "fabricbench/comm/comm.hpp"
+#include "fabricbench/comm/layout.hpp"
+#include "fabricbench/topology/gpu_probe.hpp"
+#include "fabricbench/topology/sysfs_probe.hpp"
+#include "fabricbench/topology/topology.hpp"
+
+namespace fabricbench {
+
+struct TopologyOptions {
+  ProbeRoots roots;
+  bool measure = true;  // time host<->device and device<->device copies
+};
+
+// One node's record: sysfs/procfs facts, merged by PCI bus id with what
+// `gpus` reports (sysfs wins for PCIe link and NUMA node, which it reads
+// first-hand), the GPU-GPU and GPU-NIC matrices, and, when `measure`, the
+// copy bandwidths. Never throws for missing or odd facts.
+NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& source, bool measure);
+
+// Collective over `world`: the first rank of each node probes it with the
+// system GPU source, the records travel as JSON, and every rank returns the
+// analysed cluster view (by node index of `layout`).
+ClusterTopology gather_topology(const Comm& world, const Layout& layout, const TopologyOptions& options);
+
+}  // namespace fabricbench

@@ -1,0 +1,208 @@
+#pragma once
+// CUDA and NCCL support for the NCCL transport: check macros that throw with
+// the call text, file:line, the error string, host and rank (and no-throw
+// twins for destructors), move-only owners of every handle, and the device
+// probe that tells "no GPU here" apart from a failure.
+//
+// Only built with CUDA; include only where FABRICBENCH_HAVE_CUDA is 1.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "fabricbench/core/error.hpp"
+
+namespace fabricbench {
+
+// A wait that ran past its deadline. The communicator has been aborted by the
+// time this is thrown.
+class TimeoutError : public SystemError {
+ public:
+  using SystemError::SystemError;
+};
+
+// The rank named in CUDA and NCCL error messages of the calling thread. Set
+// for the life of a scope; thread-local because in single-process mode each
+// thread is a rank, and a check deep in a call path has no rank to hand.
+class ErrorRankScope {
+ public:
+  explicit ErrorRankScope(int rank);
+  ErrorRankScope(const ErrorRankScope&) = delete;
+  ErrorRankScope& operator=(const ErrorRankScope&) = delete;
+  ~ErrorRankScope();
+
+ private:
+  int previous_;
+};
+int error_rank();
+
+[[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
+[[noreturn]] void throw_nccl_error(ncclResult_t code, const char* call, const char* file, int line);
+// The no-throw twins: one line on stderr, for destructors.
+void warn_cuda_error(cudaError_t code, const char* call, const char* file, int line) noexcept;
+void warn_nccl_error(ncclResult_t code, const char* call, const char* file, int line) noexcept;
+
+#define FB_CUDA_CHECK(call)                                                                                          \
+  do {                                                                                                               \
+    const cudaError_t fb_cuda_status_ = (call);                                                                      \
+    if (fb_cuda_status_ != cudaSuccess) ::fabricbench::throw_cuda_error(fb_cuda_status_, #call, __FILE__, __LINE__); \
+  } while (false)
+#define FB_CUDA_WARN(call)                                                                                          \
+  do {                                                                                                              \
+    const cudaError_t fb_cuda_status_ = (call);                                                                     \
+    if (fb_cuda_status_ != cudaSuccess) ::fabricbench::warn_cuda_error(fb_cuda_status_, #call, __FILE__, __LINE__); \
+  } while (false)
+// ncclInProgress is success for a non-blocking communicator: the caller polls.
+#define FB_NCCL_CHECK(call)                                                        \
+  do {                                                                             \
+    const ncclResult_t fb_nccl_status_ = (call);                                   \
+    if (fb_nccl_status_ != ncclSuccess && fb_nccl_status_ != ncclInProgress)       \
+      ::fabricbench::throw_nccl_error(fb_nccl_status_, #call, __FILE__, __LINE__); \
+  } while (false)
+#define FB_NCCL_WARN(call)                                                        \
+  do {                                                                            \
+    const ncclResult_t fb_nccl_status_ = (call);                                  \
+    if (fb_nccl_status_ != ncclSuccess && fb_nccl_status_ != ncclInProgress)      \
+      ::fabricbench::warn_nccl_error(fb_nccl_status_, #call, __FILE__, __LINE__); \
+  } while (false)
+
+// Whether CUDA devices are visible, asked without side effects beyond
+// initializing the runtime.
+struct DeviceProbe {
+  int count = 0;
+  std::string reason;  // why none, when count == 0: "cudaErrorNoDevice: ..."
+};
+DeviceProbe probe_devices() noexcept;
+
+// What is recorded about the GPU a rank drives.
+struct GpuDescription {
+  int index = 0;  // among the devices visible to the process
+  std::string name;
+  std::string pci_bus_id;
+  std::string uuid;  // GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx
+  int cc_major = 0;
+  int cc_minor = 0;
+};
+GpuDescription describe_device(int index);
+// "13.0" style versions; empty when unknown.
+std::string cuda_driver_version();
+std::string cuda_runtime_version();
+std::string nccl_runtime_version();
+
+// Device memory; move-only. Freed with a warning, never a throw, on error.
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes);
+  DeviceBuffer(DeviceBuffer&& other) noexcept;
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer();
+  [[nodiscard]] void* get() const { return data_; }
+  [[nodiscard]] std::byte* bytes() const { return static_cast<std::byte*>(data_); }
+  [[nodiscard]] std::size_t size() const { return size_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+// Pinned host memory mapped into the device's address space: the hold
+// kernel's release flag and expiry marker.
+class MappedHostInts {
+ public:
+  explicit MappedHostInts(std::size_t count);
+  MappedHostInts(MappedHostInts&& other) noexcept;
+  MappedHostInts& operator=(MappedHostInts&& other) noexcept;
+  MappedHostInts(const MappedHostInts&) = delete;
+  MappedHostInts& operator=(const MappedHostInts&) = delete;
+  ~MappedHostInts();
+  [[nodiscard]] volatile int* host() const { return host_; }
+  [[nodiscard]] int* device() const { return device_; }
+
+ private:
+  volatile int* host_ = nullptr;
+  int* device_ = nullptr;
+};
+
+class Stream {
+ public:
+  Stream();  // non-blocking with respect to the legacy default stream
+  Stream(Stream&& other) noexcept;
+  Stream& operator=(Stream&& other) noexcept;
+  Stream(const Stream&) = delete;
+  Stream& operator=(const Stream&) = delete;
+  ~Stream();
+  [[nodiscard]] cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+class Event {
+ public:
+  Event();  // with timing
+  Event(Event&& other) noexcept;
+  Event& operator=(Event&& other) noexcept;
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  ~Event();
+  [[nodiscard]] cudaEvent_t get() const { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+// An instantiated CUDA graph; move-only.
+class GraphExec {
+ public:
+  GraphExec() = default;
+  explicit GraphExec(cudaGraph_t graph);  // takes ownership of `graph` too
+  GraphExec(GraphExec&& other) noexcept;
+  GraphExec& operator=(GraphExec&& other) noexcept;
+  GraphExec(const GraphExec&) = delete;
+  GraphExec& operator=(const GraphExec&) = delete;
+  ~GraphExec();
+  [[nodiscard]] cudaGraphExec_t get() const { return exec_; }
+
+ private:
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+// A NCCL communicator; move-only. Destroyed (after ncclCommFinalize) unless
+// aborted; abort() is for a communicator that may never finish its work.
+class NcclComm {
+ public:
+  NcclComm() = default;
+  explicit NcclComm(ncclComm_t comm) : comm_(comm) {}
+  NcclComm(NcclComm&& other) noexcept;
+  NcclComm& operator=(NcclComm&& other) noexcept;
+  NcclComm(const NcclComm&) = delete;
+  NcclComm& operator=(const NcclComm&) = delete;
+  ~NcclComm();
+  [[nodiscard]] ncclComm_t get() const { return comm_; }
+  void abort() noexcept;
+
+ private:
+  void release() noexcept;
+  ncclComm_t comm_ = nullptr;
+};
+
+using Deadline = std::chrono::steady_clock::time_point;
+
+// Polls until `event` has completed, checking `comm`'s asynchronous error
+// between polls. Past `deadline` aborts `comm` and throws TimeoutError with
+// `what` (the op, size, rank, host and GPU).
+void wait_event(cudaEvent_t event, NcclComm& comm, Deadline deadline, const std::string& what);
+// Polls until `comm` has left ncclInProgress (after a non-blocking call).
+void wait_comm_ready(NcclComm& comm, Deadline deadline, const std::string& what);
+
+}  // namespace fabricbench

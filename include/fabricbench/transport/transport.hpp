@@ -1,0 +1,72 @@
+#pragma once
+// Transport: the backend seam. The sweep engine, statistics, analysis and
+// writers never know which transport ran. A transport owns its buffers, fills
+// and verifies the data pattern, and times batches of one operation.
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "fabricbench/comm/comm.hpp"
+#include "fabricbench/core/types.hpp"
+
+namespace fabricbench {
+
+// One operation as it will be issued on every rank of the group.
+struct OpSpec {
+  Op op = Op::allreduce;
+  DType dtype = DType::float32;
+  RedOp redop = RedOp::sum;
+  Placement placement = Placement::out_of_place;
+  int root = 0;
+  Counts counts;
+};
+
+// Seconds for a batch of `iters` back-to-back operations on this rank, and
+// each iteration's own time.
+struct BatchTiming {
+  double seconds = 0;
+  std::vector<double> per_iteration;
+};
+
+class Transport {
+ public:
+  virtual ~Transport() = default;
+  Transport() = default;
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  [[nodiscard]] virtual std::string_view name() const = 0;
+  [[nodiscard]] virtual int rank() const = 0;
+  [[nodiscard]] virtual int size() const = 0;
+
+  // Why this transport cannot run the combination, or nullopt when it can.
+  [[nodiscard]] virtual std::optional<std::string> unsupported(Op op, DType dtype, RedOp redop) const = 0;
+
+  // Make buffers ready for `spec` (grows, never shrinks, page-aligned).
+  virtual void prepare(const OpSpec& spec) = 0;
+  // Write this rank's pattern input (and garbage where the output will be).
+  virtual void fill(const OpSpec& spec) = 0;
+  // Issue the operation once and wait for it.
+  virtual void run_once(const OpSpec& spec) = 0;
+  // Wrong elements in this rank's output after run_once on filled buffers.
+  [[nodiscard]] virtual std::uint64_t verify(const OpSpec& spec) = 0;
+  // barrier is the caller's job; time `iters` back-to-back operations.
+  // With `per_iteration`, each iteration's own time is taken too, which costs
+  // a clock read (MPI) or an event (CUDA) per iteration inside the batch;
+  // without it BatchTiming::per_iteration stays empty.
+  virtual BatchTiming time_batch(const OpSpec& spec, int iters, bool per_iteration) = 0;
+  virtual void barrier() = 0;
+
+  // Collective over this transport's group: a transport for the sub-group
+  // `sub`, which the caller split from this group's Comm with (color, key).
+  // Members with a negative color get nullptr. The sub-transport must not
+  // outlive `sub`.
+  [[nodiscard]] virtual std::unique_ptr<Transport> split(const Comm& sub, int color, int key) = 0;
+};
+
+}  // namespace fabricbench

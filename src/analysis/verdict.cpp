@@ -1,0 +1,572 @@
+#include "fabricbench/analysis/verdict.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "fabricbench/core/error.hpp"
+#include "fabricbench/core/sizes.hpp"
+#include "fabricbench/model/schema_validate.hpp"
+
+namespace fabricbench {
+namespace {
+
+using json = nlohmann::json;
+
+double median_of(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+}
+
+template <typename T>
+T most_common(const std::vector<T>& values) {
+  std::map<T, int> counts;
+  for (const T& v : values) ++counts[v];
+  return std::max_element(counts.begin(), counts.end(),
+                          [](const auto& a, const auto& b) { return a.second < b.second; })
+      ->first;
+}
+
+std::string gbs(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.3g}", v); }
+
+// The largest out-of-place (else in-place) measured record of `op`: the size
+// a reference figure is compared at.
+const SweepRecord* largest_measured(const RunResult& result, Op op) {
+  const SweepRecord* best = nullptr;
+  for (const SweepRecord& r : result.records) {
+    if (r.op != op || !r.timing) continue;
+    if (best == nullptr || r.bytes > best->bytes ||
+        (r.bytes == best->bytes && r.placement == Placement::out_of_place && best->placement != r.placement))
+      best = &r;
+  }
+  return best;
+}
+
+struct Measured {
+  std::optional<double> value;
+  std::string what;       // "all-reduce busbw"
+  std::string why_not;    // when there is no value
+  std::size_t bytes = 0;  // size measured at, when it matters
+};
+
+Measured measure_figure(const RunResult& result, const Hardware& hw, const std::string& figure) {
+  Measured m;
+  if (figure == "allreduce.busbw") {
+    m.what = "all-reduce busbw";
+    if (result.run.nodes != 1 || result.run.ranks != hw.gpus_per_node) {
+      m.why_not = fmt::format("the reference is for one node with all its {} GPUs; this run had {} ranks on {} node{}",
+                              hw.gpus_per_node, result.run.ranks, result.run.nodes, result.run.nodes == 1 ? "" : "s");
+      return m;
+    }
+    const SweepRecord* r = largest_measured(result, Op::allreduce);
+    if (r == nullptr) {
+      m.why_not = "no all-reduce was measured";
+      return m;
+    }
+    m.value = r->timing->busbw_gbs;
+    m.bytes = r->bytes;
+  } else if (figure == "p2p.per_nic_gbs") {
+    m.what = "node-pair bandwidth per NIC";
+    if (!result.pairs || result.pairs->nodes.size < 2) {
+      m.why_not = "no node-pair matrix in this run";
+      return m;
+    }
+    if (hw.rdma_nics == 0) {
+      m.why_not = "no active RDMA NIC";
+      return m;
+    }
+    std::vector<double> links;
+    for (const auto& v : result.pairs->nodes.bandwidth_gbs)
+      if (v) links.push_back(*v);
+    if (links.empty()) {
+      m.why_not = "no node pair was measured";
+      return m;
+    }
+    m.value = median_of(links) / hw.rdma_nics;
+    m.bytes = result.pairs->bytes;
+  } else if (figure == "topo.h2d_gbs" || figure == "topo.d2h_gbs") {
+    const bool h2d = figure == "topo.h2d_gbs";
+    m.what = h2d ? "host-to-device copy" : "device-to-host copy";
+    std::vector<double> values;
+    for (const NodeTopology& n : result.topology->nodes)
+      for (const GpuInfo& g : n.gpus)
+        if (const auto& v = h2d ? g.h2d_gbs : g.d2h_gbs) values.push_back(*v);
+    if (values.empty()) {
+      m.why_not = "copies were not measured";
+      return m;
+    }
+    m.value = median_of(values);
+  } else {
+    m.why_not = fmt::format("unknown figure '{}'", figure);
+  }
+  return m;
+}
+
+Level judge(double value, double expected, const Expectations& e) {
+  if (value >= e.warn_at * expected) return Level::ok;
+  if (value >= e.fail_below * expected) return Level::warn;
+  return Level::fail;
+}
+
+std::string expected_text(const Reference& r) {
+  const std::string approx = r.approximate ? "≈" : "";
+  if (r.expected_high_gbs) return fmt::format("{}{}-{} GB/s", approx, gbs(r.expected_gbs), gbs(*r.expected_high_gbs));
+  return fmt::format("{}{} GB/s", approx, gbs(r.expected_gbs));
+}
+
+template <typename T>
+std::optional<T> member(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return it->get<T>();
+}
+
+bool compare(double lhs, const std::string& op, double rhs) {
+  if (op == ">=") return lhs >= rhs;
+  if (op == "<=") return lhs <= rhs;
+  if (op == ">") return lhs > rhs;
+  if (op == "<") return lhs < rhs;
+  return lhs == rhs;
+}
+
+// Which value is the worst for a comparison: the one furthest on the wrong side.
+bool worse(double a, double b, const std::string& op) {
+  if (op == ">=" || op == ">") return a < b;
+  if (op == "<=" || op == "<") return a > b;
+  return std::abs(a) > std::abs(b);
+}
+
+std::string number(double v) { return fmt::format("{:.6g}", v); }
+
+const std::vector<std::string>& op_metrics() {
+  static const std::vector<std::string> metrics{"busbw", "algbw", "time_us", "p50_us", "p99_us"};
+  return metrics;
+}
+
+std::string join(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out;
+}
+
+// A value the gate looks at, and what it is.
+struct Sample {
+  double value = 0;
+  std::string where;
+};
+
+Verdict gate_verdict(const Gate& gate, const std::vector<Sample>& samples, const std::string& unit) {
+  Verdict v;
+  v.kind = "gate";
+  v.subject = gate.text;
+  const Sample* worst_sample = &samples.front();
+  for (const Sample& s : samples)
+    if (worse(s.value, worst_sample->value, gate.comparison)) worst_sample = &s;
+  const bool pass = std::all_of(samples.begin(), samples.end(),
+                                [&](const Sample& s) { return compare(s.value, gate.comparison, gate.value); });
+  v.level = pass ? Level::ok : Level::fail;
+  v.reason = fmt::format("{}{} {}{} {} {}{}", samples.size() > 1 ? "worst " : "", number(worst_sample->value), unit,
+                         worst_sample->where.empty() ? "" : " (" + worst_sample->where + ")", pass ? "meets" : "fails",
+                         gate.comparison, number(gate.value));
+  return v;
+}
+
+Verdict missing(const Gate& gate, const std::string& why) { return Verdict{Level::fail, "gate", gate.text, why, ""}; }
+
+std::string op_unit(const std::string& metric) { return metric == "busbw" || metric == "algbw" ? "GB/s" : "us"; }
+
+Verdict evaluate_op_gate(const Gate& gate, Op op, const RunResult& result) {
+  std::vector<std::size_t> sizes;
+  for (const SweepRecord& r : result.records)
+    if (r.op == op && r.timing) sizes.push_back(r.bytes);
+  if (sizes.empty()) return missing(gate, fmt::format("{} was not measured in this run", name(op)));
+  const std::size_t size = gate.at.value_or(*std::max_element(sizes.begin(), sizes.end()));
+  std::vector<Sample> samples;
+  for (const SweepRecord& r : result.records) {
+    if (r.op != op || !r.timing || r.bytes != size) continue;
+    const Timing& t = *r.timing;
+    const double value = gate.metric == "busbw"     ? t.busbw_gbs
+                         : gate.metric == "algbw"   ? t.algbw_gbs
+                         : gate.metric == "time_us" ? t.time_us
+                         : gate.metric == "p50_us"  ? t.p50_us
+                                                    : t.p99_us;
+    samples.push_back({value, fmt::format("{} {} {} {}", name(op), format_size(r.bytes), name(r.dtype),
+                                          r.placement == Placement::in_place ? "in-place" : "out-of-place")});
+  }
+  if (samples.empty())
+    return missing(gate, fmt::format("{} at {} was not measured in this run", name(op), format_size(size)));
+  return gate_verdict(gate, samples, op_unit(gate.metric));
+}
+
+Verdict evaluate_scale_gate(const Gate& gate, const RunResult& result) {
+  if (!result.scaling || result.scaling->levels.empty()) return missing(gate, "no scaling ladder in this run");
+  int largest = 0;
+  for (const LevelResult& l : result.scaling->levels)
+    if (l.kind == LevelKind::nodes) largest = std::max(largest, l.nodes_per_group);
+  const int nodes = gate.at ? static_cast<int>(*gate.at) : largest;
+  std::vector<Sample> samples;
+  for (const LevelResult& l : result.scaling->levels) {
+    if (l.kind != LevelKind::nodes || l.nodes_per_group != nodes) continue;
+    const std::string where = fmt::format("{} at {} node{}", name(l.op), nodes, nodes == 1 ? "" : "s");
+    if (gate.metric == "efficiency") {
+      if (!l.efficiency) return missing(gate, fmt::format("{}: no efficiency (no 1-node level of the op)", where));
+      samples.push_back({*l.efficiency, where});
+    } else {
+      samples.push_back({gate.metric == "busbw" ? l.busbw_median_gbs : l.busbw_min_gbs, where});
+    }
+  }
+  if (samples.empty()) return missing(gate, fmt::format("the ladder has no level of {} nodes per group", nodes));
+  return gate_verdict(gate, samples, gate.metric == "efficiency" ? "" : "GB/s");
+}
+
+Verdict evaluate_pairs_gate(const Gate& gate, const RunResult& result) {
+  if (!result.pairs) return missing(gate, "no node-pair matrix in this run");
+  if (gate.metric == "findings")
+    return gate_verdict(gate, {{static_cast<double>(result.findings.size()), "findings"}}, "");
+  std::vector<Sample> samples;
+  const PairMatrix& m = result.pairs->nodes;
+  for (int i = 0; i < m.size; ++i)
+    for (int j = 0; j < m.size; ++j) {
+      const auto& v = gate.metric == "bandwidth" ? m.bw(i, j) : m.lat(i, j);
+      if (i != j && v)
+        samples.push_back({*v, fmt::format("{} -> {}", result.pairs->hosts[static_cast<std::size_t>(i)],
+                                           result.pairs->hosts[static_cast<std::size_t>(j)])});
+    }
+  if (samples.empty()) return missing(gate, "no node pair was measured (one node only)");
+  return gate_verdict(gate, samples, gate.metric == "bandwidth" ? "GB/s" : "us");
+}
+
+Verdict evaluate_topo_gate(const Gate& gate, const RunResult& result) {
+  if (!result.topology) return missing(gate, "no topology in this run");
+  const ClusterTopology& t = *result.topology;
+  if (gate.metric == "anomalies")
+    return gate_verdict(gate, {{static_cast<double>(t.anomalies.size()), "anomalies"}}, "");
+  std::vector<Sample> samples;
+  for (const NodeTopology& n : t.nodes) {
+    if (gate.metric == "gpus") {
+      samples.push_back({static_cast<double>(n.gpus.size()), n.host.hostname});
+      continue;
+    }
+    for (std::size_t i = 0; i < n.gpus.size(); ++i) {
+      const GpuInfo& g = n.gpus[i];
+      const auto& v = gate.metric == "h2d_gbs" ? g.h2d_gbs : gate.metric == "d2h_gbs" ? g.d2h_gbs : g.local_copy_gbs;
+      if (v) samples.push_back({*v, fmt::format("{} GPU {}", n.host.hostname, g.index.value_or(static_cast<int>(i)))});
+    }
+  }
+  if (samples.empty()) return missing(gate, fmt::format("no {} in this run's topology", gate.metric));
+  return gate_verdict(gate, samples, gate.metric == "gpus" ? "" : "GB/s");
+}
+
+}  // namespace
+
+std::string_view name(Level level) {
+  switch (level) {
+    case Level::info:
+      return "INFO";
+    case Level::ok:
+      return "OK";
+    case Level::warn:
+      return "WARN";
+    case Level::fail:
+      return "FAIL";
+  }
+  return "?";
+}
+
+Hardware detect_hardware(const ClusterTopology& topology) {
+  Hardware hw;
+  std::vector<std::string> models;
+  std::vector<int> gens;
+  std::vector<int> widths;
+  int min_gpus = std::numeric_limits<int>::max();
+  int min_nics = std::numeric_limits<int>::max();
+  bool nvswitch = false;
+  bool nvlink = false;
+  std::vector<std::string> nic_kinds;
+  for (const NodeTopology& n : topology.nodes) {
+    min_gpus = std::min(min_gpus, static_cast<int>(n.gpus.size()));
+    for (const GpuInfo& g : n.gpus) {
+      if (g.name) models.push_back(*g.name);
+      if (const auto gen = g.pcie.current_gen ? g.pcie.current_gen : g.pcie.max_gen) gens.push_back(*gen);
+      if (const auto w = g.pcie.current_width ? g.pcie.current_width : g.pcie.max_width) widths.push_back(*w);
+      for (const NvLink& l : g.nvlinks) {
+        if (l.active.value_or(false) || !l.active) {
+          if (l.remote_kind && *l.remote_kind == "switch")
+            nvswitch = true;
+          else if (l.active.value_or(false))
+            nvlink = true;
+        }
+      }
+    }
+    int active = 0;
+    for (const NicInfo& nic : n.nics) {
+      if (nic.kind != "infiniband" && nic.kind != "roce") continue;
+      bool up = false;
+      for (const NicPort& p : nic.ports) {
+        if (p.state.value_or("") != "ACTIVE") continue;
+        up = true;
+        if (p.rate_gbps && (!hw.nic_rate_gbps || *p.rate_gbps > *hw.nic_rate_gbps)) hw.nic_rate_gbps = p.rate_gbps;
+      }
+      if (up) {
+        ++active;
+        nic_kinds.push_back(nic.kind);
+      }
+    }
+    min_nics = std::min(min_nics, active);
+  }
+  if (topology.nodes.empty()) min_gpus = min_nics = 0;
+  hw.gpus_per_node = min_gpus;
+  hw.rdma_nics = min_nics;
+  if (!models.empty()) hw.gpu_model = most_common(models);
+  if (!gens.empty()) hw.pcie_gen = most_common(gens);
+  if (!widths.empty()) hw.pcie_width = most_common(widths);
+  if (!nic_kinds.empty()) hw.nic_kind = most_common(nic_kinds);
+  hw.gpu_link = min_gpus == 0 ? "none" : nvswitch ? "nvswitch" : nvlink ? "nvlink" : "pcie";
+  return hw;
+}
+
+std::string describe(const Hardware& hardware) {
+  std::vector<std::string> parts;
+  if (hardware.gpus_per_node == 0)
+    parts.emplace_back("no GPU");
+  else
+    parts.push_back(fmt::format("{}×{}", hardware.gpus_per_node, hardware.gpu_model.value_or("GPU (model unknown)")));
+  if (hardware.gpu_link == "nvswitch")
+    parts.emplace_back("NVSwitch");
+  else if (hardware.gpu_link == "nvlink")
+    parts.emplace_back("NVLink");
+  else if (hardware.gpu_link == "pcie")
+    parts.emplace_back("PCIe only between GPUs");
+  if (hardware.rdma_nics > 0)
+    parts.push_back(fmt::format("{}×{}{}", hardware.rdma_nics, hardware.nic_kind,
+                                hardware.nic_rate_gbps ? fmt::format(" {:.0f} Gb/s", *hardware.nic_rate_gbps) : ""));
+  else
+    parts.emplace_back("no active RDMA NIC");
+  if (hardware.pcie_gen)
+    parts.push_back(fmt::format("PCIe Gen{} x{}", *hardware.pcie_gen, hardware.pcie_width.value_or(0)));
+  return join(parts);
+}
+
+Expectations parse_expectations(std::string_view text) {
+  Expectations e;
+  try {
+    const json doc = json::parse(text);
+    if (doc.value("schema", "") != "fabricbench.expectations/1")
+      throw UsageError("expectations: schema 'fabricbench.expectations/1' was expected");
+    e.warn_at = doc.at("warn_at").get<double>();
+    e.fail_below = doc.at("fail_below").get<double>();
+    for (const json& r : doc.at("references")) {
+      Reference ref;
+      ref.id = r.at("id").get<std::string>();
+      ref.label = r.at("label").get<std::string>();
+      ref.figure = r.at("figure").get<std::string>();
+      ref.scope = r.value("scope", "");
+      const json& m = r.at("match");
+      ref.gpu_model_contains = member<std::string>(m, "gpu_model_contains");
+      ref.gpus_per_node = member<int>(m, "gpus_per_node");
+      ref.gpu_link = member<std::string>(m, "gpu_link");
+      ref.nic_kind = member<std::string>(m, "nic_kind");
+      ref.nic_rate_gbps = member<double>(m, "nic_rate_gbps");
+      ref.pcie_gen = member<int>(m, "pcie_gen");
+      ref.pcie_width = member<int>(m, "pcie_width");
+      ref.min_bytes = r.value("min_bytes", std::size_t{0});
+      ref.expected_gbs = r.at("expected_gbs").get<double>();
+      ref.expected_high_gbs = member<double>(r, "expected_high_gbs");
+      ref.approximate = r.value("approximate", false);
+      ref.context_only = r.value("context_only", false);
+      ref.source = r.at("source").get<std::string>();
+      if (ref.source.empty()) throw UsageError(fmt::format("expectations: {} has no source", ref.id));
+      e.references.push_back(std::move(ref));
+    }
+  } catch (const json::exception& ex) {
+    throw UsageError(fmt::format("expectations: {}", ex.what()));
+  }
+  return e;
+}
+
+const Expectations& builtin_expectations() {
+  // Parsed once; immutable afterwards.
+  static const Expectations expectations = parse_expectations(expectations_text());
+  return expectations;
+}
+
+bool matches(const Reference& reference, const Hardware& hardware) {
+  if (reference.gpu_model_contains &&
+      (!hardware.gpu_model || hardware.gpu_model->find(*reference.gpu_model_contains) == std::string::npos))
+    return false;
+  if (reference.gpus_per_node && hardware.gpus_per_node != *reference.gpus_per_node) return false;
+  if (reference.gpu_link && hardware.gpu_link != *reference.gpu_link) return false;
+  if (reference.nic_kind && (hardware.rdma_nics == 0 || hardware.nic_kind != *reference.nic_kind)) return false;
+  if (reference.nic_rate_gbps &&
+      (!hardware.nic_rate_gbps || std::abs(*hardware.nic_rate_gbps - *reference.nic_rate_gbps) > 0.5))
+    return false;
+  if (reference.pcie_gen && (hardware.gpus_per_node == 0 || hardware.pcie_gen != reference.pcie_gen)) return false;
+  if (reference.pcie_width && (hardware.gpus_per_node == 0 || hardware.pcie_width != reference.pcie_width))
+    return false;
+  return true;
+}
+
+std::vector<Verdict> health_verdicts(const RunResult& result) {
+  std::vector<Verdict> out;
+  if (!result.checked)
+    out.push_back({Level::info, "data", "data check", "data not checked (--no-check)", ""});
+  else if (data_ok(result))
+    out.push_back({Level::ok, "data", "data check", "every checked element was right", ""});
+  else
+    out.push_back({Level::fail, "data", "data check", fmt::format("{} wrong elements", result.wrong_total), ""});
+  if (!result.complete)
+    out.push_back({Level::warn, "complete", "run", "the run did not finish (interrupted, or still running)", ""});
+  for (const Finding& f : result.findings) out.push_back({Level::warn, "finding", join(f.hosts), f.message, ""});
+  if (result.topology)
+    for (const Anomaly& a : result.topology->anomalies)
+      out.push_back({Level::warn, "anomaly", a.device.empty() ? a.host : a.host + " " + a.device,
+                     fmt::format("{}: {}", a.kind, a.detail), ""});
+  if (result.scaling)
+    for (const LevelResult& l : result.scaling->levels)
+      if (!l.warning.empty())
+        out.push_back(
+            {Level::warn, "ladder", fmt::format("{} {} nodes", name(l.op), l.nodes_per_group), l.warning, ""});
+  return out;
+}
+
+std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectations& expectations) {
+  std::vector<Verdict> out;
+  if (!result.topology || result.topology->nodes.empty()) {
+    out.push_back({Level::info, "reference", "expectations", "no reference (no GPU/NIC topology in this run)", ""});
+    return out;
+  }
+  const Hardware hw = detect_hardware(*result.topology);
+  std::map<std::string, std::vector<const Reference*>> by_figure;  // in file order within a figure
+  std::vector<std::string> figures;
+  for (const Reference& r : expectations.references) {
+    if (!matches(r, hw)) continue;
+    if (by_figure[r.figure].empty()) figures.push_back(r.figure);
+    by_figure[r.figure].push_back(&r);
+  }
+  if (figures.empty()) {
+    out.push_back({Level::info, "reference", "expectations", fmt::format("no reference for {}", describe(hw)), ""});
+    return out;
+  }
+  for (const std::string& figure : figures) {
+    const std::vector<const Reference*>& refs = by_figure[figure];
+    const auto primary = std::find_if(refs.begin(), refs.end(), [](const Reference* r) { return !r->context_only; });
+    if (primary == refs.end()) continue;
+    const Reference& ref = **primary;
+    const Measured m = measure_figure(result, hw, figure);
+    Verdict v;
+    v.kind = "reference";
+    v.subject = figure;
+    v.source = ref.source;
+    if (!m.value) {
+      v.level = Level::info;
+      v.reason =
+          fmt::format("no reference applies: {} (reference {} for {})", m.why_not, expected_text(ref), ref.label);
+    } else if (m.bytes > 0 && m.bytes < ref.min_bytes) {
+      v.level = Level::info;
+      v.reason = fmt::format(
+          "no reference at this size: {} {} GB/s at {}; the {} reference for {} needs messages of "
+          "{} or more",
+          m.what, gbs(*m.value), format_size(m.bytes), expected_text(ref), ref.label, format_size(ref.min_bytes));
+    } else {
+      v.level = judge(*m.value, ref.expected_gbs, expectations);
+      v.reason = fmt::format("{} {} GB/s is {:.0f}% of the {} expected for {}", m.what, gbs(*m.value),
+                             100.0 * *m.value / ref.expected_gbs, expected_text(ref), ref.label);
+      for (const Reference* other : refs)
+        if (other != &ref) v.reason += fmt::format("; {} {}", expected_text(*other), other->label);
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
+}
+
+Gate parse_gate(std::string_view text) {
+  const std::string t(text);
+  const auto bad = [&t](const std::string& why) { return UsageError(fmt::format("--expect '{}': {}", t, why)); };
+  const auto cmp_at = t.find_first_of("<>=");
+  if (cmp_at == std::string::npos) throw bad("no comparison (use >=, <=, >, < or ==), e.g. allreduce.busbw>=350");
+  Gate g;
+  g.text = t;
+  std::string lhs = t.substr(0, cmp_at);
+  std::string rest = t.substr(cmp_at);
+  for (const char* c : {">=", "<=", "==", ">", "<"}) {
+    if (rest.rfind(c, 0) == 0) {
+      g.comparison = c;
+      break;
+    }
+  }
+  if (g.comparison.empty()) throw bad("unknown comparison (use >=, <=, >, < or ==)");
+  const std::string value_text = rest.substr(g.comparison.size());
+  std::size_t used = 0;
+  try {
+    g.value = std::stod(value_text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != value_text.size() || !std::isfinite(g.value))
+    throw bad(fmt::format("'{}' is not a number", value_text));
+  std::string arg;
+  if (const auto at = lhs.find('@'); at != std::string::npos) {
+    arg = lhs.substr(at + 1);
+    lhs.resize(at);
+    if (arg.empty()) throw bad("nothing after '@'");
+  }
+  const auto dot = lhs.find('.');
+  if (dot == std::string::npos) throw bad("expected SUBJECT.METRIC, e.g. allreduce.busbw");
+  g.subject = lhs.substr(0, dot);
+  g.metric = lhs.substr(dot + 1);
+  const auto require_metric = [&](const std::vector<std::string>& metrics) {
+    if (std::find(metrics.begin(), metrics.end(), g.metric) == metrics.end())
+      throw bad(fmt::format("unknown metric '{}' for {} ({})", g.metric, g.subject, join(metrics)));
+  };
+  const auto no_arg = [&] {
+    if (!arg.empty()) throw bad(fmt::format("{}.{} takes no @", g.subject, g.metric));
+  };
+  if (parse_op(g.subject)) {
+    g.subject = std::string(name(*parse_op(g.subject)));
+    require_metric(op_metrics());
+    if (!arg.empty()) {
+      const auto size = parse_size(arg);
+      if (!size || *size == 0) throw bad(fmt::format("'@{}' is not a size (bytes, or K/M/G, e.g. @64M)", arg));
+      g.at = *size;
+    }
+  } else if (g.subject == "scale") {
+    require_metric({"busbw", "busbw_min", "efficiency"});
+    if (!arg.empty()) {
+      const bool digits = arg.find_first_not_of("0123456789") == std::string::npos && arg.size() < 7;
+      if (!digits || std::stoi(arg) < 1) throw bad(fmt::format("'@{}' is not a node count", arg));
+      g.at = static_cast<std::size_t>(std::stoi(arg));
+    }
+  } else if (g.subject == "pairs") {
+    require_metric({"bandwidth", "latency_us", "findings"});
+    no_arg();
+  } else if (g.subject == "topo") {
+    require_metric({"h2d_gbs", "d2h_gbs", "local_copy_gbs", "gpus", "anomalies"});
+    no_arg();
+  } else {
+    std::vector<std::string> subjects;
+    for (const Op op : all_ops()) subjects.emplace_back(name(op));
+    subjects.insert(subjects.end(), {"scale", "pairs", "topo"});
+    throw bad(fmt::format("unknown subject '{}' ({})", g.subject, join(subjects)));
+  }
+  return g;
+}
+
+Verdict evaluate_gate(const Gate& gate, const RunResult& result) {
+  if (const auto op = parse_op(gate.subject)) return evaluate_op_gate(gate, *op, result);
+  if (gate.subject == "scale") return evaluate_scale_gate(gate, result);
+  if (gate.subject == "pairs") return evaluate_pairs_gate(gate, result);
+  return evaluate_topo_gate(gate, result);
+}
+
+Level worst(std::span<const Verdict> verdicts) {
+  Level w = Level::ok;
+  for (const Verdict& v : verdicts) w = std::max(w, v.level);
+  return w;
+}
+
+}  // namespace fabricbench

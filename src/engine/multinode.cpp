@@ -1,0 +1,250 @@
+#include "fabricbench/engine/multinode.hpp"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/sizes.hpp"
+#include "fabricbench/engine/sweep.hpp"
+
+namespace fabricbench {
+namespace {
+
+constexpr DType fabric_dtype = DType::float32;
+
+struct Job {
+  Op op;
+  std::size_t bytes;
+};
+
+std::vector<Job> ladder_jobs(const ScaleConfig& scale, std::size_t bytes) {
+  std::vector<Job> jobs;
+  const auto add = [&jobs](Op op, std::size_t b) {
+    b = b / element_size(fabric_dtype) * element_size(fabric_dtype);
+    if (b == 0) return;
+    for (const Job& j : jobs)
+      if (j.op == op && j.bytes == b) return;
+    jobs.push_back({op, b});
+  };
+  for (const Op op : scale.ops) {
+    if (scale.sweep)
+      for (std::size_t b = std::max<std::size_t>(bytes / 64, 4096); b < bytes; b *= 4) add(op, b);
+    add(op, bytes);
+  }
+  if (scale.grad_bytes > 0) {
+    if (scale.sharded) {
+      add(Op::reducescatter, scale.grad_bytes);
+      add(Op::allgather, scale.grad_bytes);
+    } else {
+      add(Op::allreduce, scale.grad_bytes);
+    }
+  }
+  return jobs;
+}
+
+// This rank's measurement, gathered to every rank as text: only a group's
+// first rank speaks for its group.
+struct GroupLine {
+  int color = -1;
+  double time_us = 0;
+  double busbw_gbs = 0;
+  std::uint64_t wrong = 0;
+  int ranks = 0;
+};
+
+std::vector<GroupLine> gather_group_lines(const Comm& world, const std::optional<GroupLine>& mine) {
+  const std::string text = mine ? fmt::format("{} {:.17g} {:.17g} {} {}", mine->color, mine->time_us, mine->busbw_gbs,
+                                              mine->wrong, mine->ranks)
+                                : std::string();
+  std::vector<GroupLine> lines;
+  for (const std::string& t : world.allgather(text)) {
+    if (t.empty()) continue;
+    std::istringstream in(t);
+    GroupLine line;
+    in >> line.color >> line.time_us >> line.busbw_gbs >> line.wrong >> line.ranks;
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+// Every rank's own time per iteration, on every rank.
+std::vector<double> gather_times(const Comm& world, double mine) {
+  std::vector<double> times(static_cast<std::size_t>(world.size()), 0.0);
+  times[static_cast<std::size_t>(world.rank())] = mine;
+  world.allreduce_sum(times);
+  return times;
+}
+
+// The ladder and the pair rounds measure float sums out of place.
+Measurement measure_fabric_op(const RunConfig& config, Transport& transport, const Comm& group, Op op,
+                              const Counts& counts) {
+  const OpSpec spec{op, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, counts};
+  transport.prepare(spec);
+  return measure_op(config, transport, group, spec);
+}
+
+// One round of pair exchanges: the members with equal color (two ranks) run
+// the send/recv op at the large and the small size; every rank's own time is
+// gathered and handed, on world rank 0, to `record` with the bytes one
+// direction moved.
+template <typename Record>
+void exchange_round(const RunConfig& config, Transport& transport, const Comm& world, int color, int key,
+                    const Record& record, PairsResult& result) {
+  const Comm group = world.split(color, key);
+  const std::unique_ptr<Transport> sub = transport.split(group, color, key);
+  for (const bool bandwidth : {true, false}) {
+    const std::size_t bytes = bandwidth ? config.pairs.bytes : config.pairs.small_bytes;
+    const Counts counts = counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
+    Measurement m;
+    if (sub) m = measure_fabric_op(config, *sub, group, Op::sendrecv, counts);
+    std::uint64_t wrong = sub && group.rank() == 0 ? m.timing.wrong.value_or(0) : 0;
+    world.allreduce_sum(std::span<std::uint64_t>(&wrong, 1));
+    result.wrong += wrong;
+    const std::vector<double> times = gather_times(world, m.local_seconds);
+    if (world.rank() == 0) record(bandwidth, counts.bytes, times);
+  }
+}
+
+}  // namespace
+
+std::size_t ladder_bytes(const ScaleConfig& config) {
+  std::size_t cap = 4;
+  while (cap * 2 <= config.mem_cap / 2) cap *= 2;
+  return std::min(config.bytes, cap);
+}
+
+ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout) {
+  const int rpn = uniform_ranks_per_node(layout);
+  ScaleResult result;
+  result.bytes = ladder_bytes(config.scale);
+  result.ranks_per_node = rpn;
+  result.nic_gbit_per_node = config.scale.nic_gbit_per_node;
+  const std::vector<Job> jobs = ladder_jobs(config.scale, result.bytes);
+
+  for (const LevelPlan& plan : plan_ladder(layout.nodes)) {
+    const int color =
+        plan.kind == LevelKind::rail ? layout.local_rank : plan.group_of_node[static_cast<std::size_t>(layout.node)];
+    const Comm group = world.split(color, world.rank());
+    const std::unique_ptr<Transport> sub = transport.split(group, color, world.rank());
+    for (const Job& job : jobs) {
+      std::optional<GroupLine> mine;
+      const Counts counts = counts_for(job.op, fabric_dtype, job.bytes, group.empty() ? 1 : group.size());
+      if (sub && counts.param > 0) {
+        const Measurement m = measure_fabric_op(config, *sub, group, job.op, counts);
+        if (group.rank() == 0)
+          mine = GroupLine{color, m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0), group.size()};
+      }
+      const std::vector<GroupLine> lines = gather_group_lines(world, mine);
+      if (world.rank() != 0) continue;
+      LevelResult level;
+      level.kind = plan.kind;
+      level.op = job.op;
+      level.bytes = counts.bytes;
+      level.nodes_per_group = plan.nodes_per_group;
+      level.ranks_per_group = plan.kind == LevelKind::rail ? layout.nodes : plan.nodes_per_group * rpn;
+      for (const GroupLine& line : lines) {
+        GroupResult g;
+        g.group = line.color;
+        for (int n = 0; n < layout.nodes; ++n) {
+          if (plan.kind == LevelKind::rail || plan.group_of_node[static_cast<std::size_t>(n)] == line.color) {
+            g.nodes.push_back(n);
+            g.hosts.push_back(layout.hostnames[static_cast<std::size_t>(n)]);
+          }
+        }
+        g.ranks = line.ranks;
+        g.time_us = line.time_us;
+        g.busbw_gbs = line.busbw_gbs;
+        g.wrong = line.wrong;
+        level.groups.push_back(g);
+      }
+      std::sort(level.groups.begin(), level.groups.end(),
+                [](const GroupResult& a, const GroupResult& b) { return a.group < b.group; });
+      result.levels.push_back(level);
+    }
+  }
+  if (world.rank() == 0) {
+    analyze_ladder(result.levels, result.nic_gbit_per_node, rpn);
+    if (config.scale.grad_bytes > 0) {
+      ProjectionInput input;
+      input.grad_bytes = config.scale.grad_bytes / element_size(fabric_dtype) * element_size(fabric_dtype);
+      input.compute_ms = config.scale.compute_ms;
+      input.overlap = config.scale.overlap;
+      input.sharded = config.scale.sharded;
+      result.projection_input = input;
+      result.projection = project_levels(input, result.levels, rpn);
+    }
+  }
+  return result;
+}
+
+PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout) {
+  const int rpn = uniform_ranks_per_node(layout);
+  const int n = layout.nodes;
+  PairsResult result;
+  result.bytes = config.pairs.bytes;
+  result.small_bytes = config.pairs.small_bytes;
+  result.ranks_per_node = rpn;
+  result.hosts = layout.hostnames;
+  result.nodes = PairMatrix(n);
+  result.rounds = pair_rounds(n, config.pairs.sample);
+  result.intra.assign(static_cast<std::size_t>(n), PairMatrix(rpn));
+
+  // Between nodes: every rail at once.
+  for (const int round : result.rounds) {
+    const int partner = partners(n, round)[static_cast<std::size_t>(layout.node)];
+    const int color = partner < 0 ? -1 : layout.local_rank * n + std::min(layout.node, partner);
+    const int key = partner < 0 ? 0 : (layout.node < partner ? 0 : 1);
+    exchange_round(
+        config, transport, world, color, key,
+        [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
+          const std::vector<int> pairing = partners(n, round);
+          for (int a = 0; a < n; ++a) {
+            const int b = pairing[static_cast<std::size_t>(a)];
+            if (b < 0) continue;
+            double gbs = 0;
+            double us = 0;
+            for (int l = 0; l < rpn; ++l) {
+              const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
+                                                times[static_cast<std::size_t>(rank_at(layout, b, l))]);
+              gbs += t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
+              us += t * 1e6 / rpn;
+            }
+            if (bandwidth)
+              result.nodes.bw(a, b) = gbs;
+            else
+              result.nodes.lat(a, b) = us;
+          }
+        },
+        result);
+  }
+
+  // Within each node: local rank pairs, every node at once.
+  for (int round = 0; round < pair_round_count(rpn); ++round) {
+    const int partner = partners(rpn, round)[static_cast<std::size_t>(layout.local_rank)];
+    const int color = partner < 0 ? -1 : layout.node * rpn + std::min(layout.local_rank, partner);
+    const int key = partner < 0 ? 0 : (layout.local_rank < partner ? 0 : 1);
+    exchange_round(
+        config, transport, world, color, key,
+        [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
+          const std::vector<int> pairing = partners(rpn, round);
+          for (int node = 0; node < n; ++node) {
+            PairMatrix& matrix = result.intra[static_cast<std::size_t>(node)];
+            for (int a = 0; a < rpn; ++a) {
+              const int b = pairing[static_cast<std::size_t>(a)];
+              if (b < 0) continue;
+              const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, node, a))],
+                                                times[static_cast<std::size_t>(rank_at(layout, node, b))]);
+              if (bandwidth)
+                matrix.bw(a, b) = t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
+              else
+                matrix.lat(a, b) = t * 1e6;
+            }
+          }
+        },
+        result);
+  }
+  return result;
+}
+
+}  // namespace fabricbench

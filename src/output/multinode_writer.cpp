@@ -1,0 +1,96 @@
+#include <ostream>
+#include <string>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/sizes.hpp"
+#include "fabricbench/output/writers.hpp"
+
+namespace fabricbench {
+namespace {
+
+std::string level_label(const LevelResult& l) {
+  if (l.kind == LevelKind::rail) return "rail (1 rank/node)";
+  return fmt::format("{} node{}", l.nodes_per_group, l.nodes_per_group == 1 ? "" : "s");
+}
+
+std::string percent(const std::optional<double>& v) { return v ? fmt::format("{:.0f}%", *v * 100.0) : "-"; }
+
+void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, bool bandwidth, std::ostream& out) {
+  std::size_t width = 9;
+  for (const std::string& l : labels) width = std::max(width, l.size() + 1);
+  out << fmt::format("# {:>{}}", "from \\ to", width);
+  for (const std::string& l : labels) out << fmt::format(" {:>{}}", l, width);
+  out << '\n';
+  for (int i = 0; i < m.size; ++i) {
+    out << fmt::format("  {:>{}}", labels[static_cast<std::size_t>(i)], width);
+    for (int j = 0; j < m.size; ++j) {
+      const std::optional<double>& v = bandwidth ? m.bw(i, j) : m.lat(i, j);
+      out << fmt::format(" {:>{}}",
+                         i == j ? std::string("-")
+                         : v    ? fmt::format("{:.3f}", *v)
+                                : std::string("n/a"),
+                         width);
+    }
+    out << '\n';
+  }
+}
+
+}  // namespace
+
+void write_ladder(const ScaleResult& s, std::ostream& out) {
+  out << fmt::format("#\n# Scaling ladder ({} ranks per node; every group of a level runs at once)\n",
+                     s.ranks_per_node);
+  out << fmt::format("# {:<14} {:>10} {:<20} {:>6} {:>6} {:>11} {:>11} {:>10} {:>8}\n", "op", "size", "level", "groups",
+                     "ranks", "busbw min", "busbw med", "efficiency", "of NIC");
+  out << fmt::format("# {:<14} {:>10} {:<20} {:>6} {:>6} {:>11} {:>11} {:>10} {:>8}\n", "", "", "", "", "/group",
+                     "(GB/s)", "(GB/s)", "vs 1 node", "ceiling");
+  for (const LevelResult& l : s.levels) {
+    out << fmt::format("  {:<14} {:>10} {:<20} {:>6} {:>6} {:>11.3f} {:>11.3f} {:>10} {:>8}\n", name(l.op),
+                       format_size(l.bytes), level_label(l), l.groups.size(), l.ranks_per_group, l.busbw_min_gbs,
+                       l.busbw_median_gbs, percent(l.efficiency), percent(l.ceiling_fraction));
+  }
+  for (const LevelResult& l : s.levels)
+    if (!l.warning.empty()) out << "# warning: " << level_label(l) << ": " << l.warning << '\n';
+  if (!s.nic_gbit_per_node) out << "# NIC line rate unknown: no NIC-bound ceiling (--nic-gbit-per-node sets it)\n";
+  if (s.projection_input) {
+    const ProjectionInput& p = *s.projection_input;
+    out << fmt::format(
+        "#\n# Projected data-parallel training: {} of gradients ({}), {} ms compute per step, {:.0f}% "
+        "overlap\n",
+        format_size(p.grad_bytes), p.sharded ? "reduce-scatter + all-gather" : "all-reduce", p.compute_ms,
+        p.overlap * 100.0);
+    out << fmt::format("# {:>6} {:>6} {:>10} {:>10} {:>9} {:>10}\n", "nodes", "GPUs", "comm (ms)", "step (ms)",
+                       "speedup", "efficiency");
+    for (const ProjectionPoint& pt : s.projection)
+      out << fmt::format("  {:>6} {:>6} {:>10.3f} {:>10.3f} {:>9.2f} {:>9.0f}%\n", pt.nodes, pt.gpus, pt.comm_ms,
+                         pt.step_ms, pt.speedup, pt.efficiency * 100.0);
+  }
+  out << std::flush;
+}
+
+void write_pairs(const PairsResult& p, const std::vector<Finding>& findings, std::ostream& out) {
+  if (p.nodes.size > 1) {
+    out << fmt::format("#\n# Node pairs: send/recv bandwidth at {} (GB/s, all {} rails at once), row sends to column\n",
+                       format_size(p.bytes), p.ranks_per_node);
+    matrix_table(p.nodes, p.hosts, true, out);
+    out << fmt::format("# Node pairs: latency at {} (us)\n", format_size(p.small_bytes));
+    matrix_table(p.nodes, p.hosts, false, out);
+  }
+  if (p.ranks_per_node > 1) {
+    std::vector<std::string> labels;
+    for (int l = 0; l < p.ranks_per_node; ++l) labels.push_back(fmt::format("local{}", l));
+    for (std::size_t n = 0; n < p.intra.size(); ++n) {
+      out << fmt::format("# Within {}: send/recv bandwidth at {} (GB/s)\n", p.hosts[n], format_size(p.bytes));
+      matrix_table(p.intra[n], labels, true, out);
+    }
+  }
+  if (p.nodes.size > 1) {
+    out << "# Findings:\n";
+    if (findings.empty()) out << "#   none: no node or link stands out from the others\n";
+    for (const Finding& f : findings) out << "#   " << f.message << '\n';
+  }
+  out << std::flush;
+}
+
+}  // namespace fabricbench

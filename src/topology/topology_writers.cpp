@@ -1,0 +1,388 @@
+#include "fabricbench/topology/topology_writers.hpp"
+
+#include <algorithm>
+#include <ostream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fabricbench/topology/topology_analysis.hpp"
+
+namespace fabricbench {
+namespace {
+
+using ojson = nlohmann::ordered_json;
+using json = nlohmann::json;
+
+template <typename T>
+ojson opt(const std::optional<T>& value) {
+  return value ? ojson(*value) : ojson(nullptr);
+}
+
+template <typename T>
+ojson matrix(const std::vector<std::vector<std::optional<T>>>& m) {
+  ojson out = ojson::array();
+  for (const auto& row : m) {
+    ojson r = ojson::array();
+    for (const auto& v : row) r.push_back(opt(v));
+    out.push_back(r);
+  }
+  return out;
+}
+
+// Reading back: a member of the wrong type is as good as absent.
+template <typename T>
+std::optional<T> get(const json& j, const char* key) {
+  if (!j.is_object() || !j.contains(key)) return std::nullopt;
+  const json& v = j[key];
+  if constexpr (std::is_same_v<T, bool>) {
+    if (v.is_boolean()) return v.get<bool>();
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    if (v.is_string()) return v.get<std::string>();
+  } else if constexpr (std::is_floating_point_v<T>) {
+    if (v.is_number()) return v.get<T>();
+  } else {
+    if (v.is_number_integer()) return v.get<T>();
+  }
+  return std::nullopt;
+}
+
+const json& member(const json& j, const char* key) {
+  static const json empty;  // read-only, shared by every miss
+  return j.is_object() && j.contains(key) ? j[key] : empty;
+}
+
+template <typename T>
+std::vector<std::vector<std::optional<T>>> read_matrix(const json& j) {
+  std::vector<std::vector<std::optional<T>>> out;
+  if (!j.is_array()) return out;
+  for (const json& row : j) {
+    std::vector<std::optional<T>> r;
+    if (row.is_array()) {
+      for (const json& v : row) {
+        json holder{{"v", v}};
+        r.push_back(get<T>(holder, "v"));
+      }
+    }
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<std::string> strings(const json& j) {
+  std::vector<std::string> out;
+  if (!j.is_array()) return out;
+  for (const json& v : j) {
+    if (v.is_string()) out.push_back(v.get<std::string>());
+  }
+  return out;
+}
+
+std::optional<PciPath> path_from(const std::optional<std::string>& text) {
+  if (!text) return std::nullopt;
+  for (const PciPath p : {PciPath::pix, PciPath::pxb, PciPath::phb, PciPath::node, PciPath::sys}) {
+    if (*text == label(p)) return p;
+  }
+  return std::nullopt;
+}
+
+std::string or_unknown(const std::optional<std::string>& v) { return v.value_or("unknown"); }
+
+template <typename T>
+std::string num_or_unknown(const std::optional<T>& v) {
+  return v ? fmt::format("{}", *v) : std::string("unknown");
+}
+
+std::string gbs(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); }
+
+std::string gib(std::uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ULL << 30)); }
+
+}  // namespace
+
+nlohmann::ordered_json node_to_json(const NodeTopology& node) {
+  ojson j;
+  const HostInfo& h = node.host;
+  j["host"] = {{"hostname", h.hostname},          {"cpu_model", opt(h.cpu_model)},
+               {"sockets", opt(h.sockets)},       {"cores", opt(h.cores)},
+               {"threads", opt(h.threads)},       {"memory_bytes", opt(h.memory_bytes)},
+               {"numa_nodes", opt(h.numa_nodes)}, {"os", opt(h.os)},
+               {"kernel", opt(h.kernel)},         {"gpu_driver", opt(h.gpu_driver)}};
+  j["gpu_status"] = node.gpu_status.empty() ? ojson(nullptr) : ojson(node.gpu_status);
+  ojson gpus = ojson::array();
+  for (const GpuInfo& g : node.gpus) {
+    ojson links = ojson::array();
+    for (const NvLink& l : g.nvlinks)
+      links.push_back({{"link", l.link},
+                       {"active", opt(l.active)},
+                       {"version", opt(l.version)},
+                       {"remote_pci", opt(l.remote_pci)},
+                       {"remote_kind", opt(l.remote_kind)}});
+    gpus.push_back({{"index", opt(g.index)},
+                    {"pci_bus_id", g.pci_bus_id},
+                    {"name", opt(g.name)},
+                    {"uuid", opt(g.uuid)},
+                    {"memory_bytes", opt(g.memory_bytes)},
+                    {"sm_count", opt(g.sm_count)},
+                    {"numa_node", opt(g.numa_node)},
+                    {"pcie",
+                     {{"current_gen", opt(g.pcie.current_gen)},
+                      {"max_gen", opt(g.pcie.max_gen)},
+                      {"current_width", opt(g.pcie.current_width)},
+                      {"max_width", opt(g.pcie.max_width)}}},
+                    {"nvlinks", links},
+                    {"mig_mode", opt(g.mig_mode)},
+                    {"ecc_mode", opt(g.ecc_mode)},
+                    {"h2d_gbs", opt(g.h2d_gbs)},
+                    {"d2h_gbs", opt(g.d2h_gbs)},
+                    {"local_copy_gbs", opt(g.local_copy_gbs)}});
+  }
+  j["gpus"] = gpus;
+  ojson nics = ojson::array();
+  for (const NicInfo& n : node.nics) {
+    ojson ports = ojson::array();
+    for (const NicPort& p : n.ports)
+      ports.push_back({{"port", p.port},
+                       {"state", opt(p.state)},
+                       {"phys_state", opt(p.phys_state)},
+                       {"rate_gbps", opt(p.rate_gbps)},
+                       {"link_layer", opt(p.link_layer)}});
+    nics.push_back({{"name", n.name},
+                    {"kind", n.kind},
+                    {"pci_address", opt(n.pci_address)},
+                    {"bus", n.bus},
+                    {"driver", opt(n.driver)},
+                    {"numa_node", opt(n.numa_node)},
+                    {"firmware", opt(n.firmware)},
+                    {"ports", ports},
+                    {"netdevs", n.netdevs},
+                    {"speed_gbps", opt(n.speed_gbps)},
+                    {"mtu", opt(n.mtu)},
+                    {"operstate", opt(n.operstate)}});
+  }
+  j["nics"] = nics;
+  j["gpudirect_rdma"] = {{"status", node.gpudirect.status},
+                         {"module", opt(node.gpudirect.module)},
+                         {"dma_buf", opt(node.gpudirect.dma_buf)}};
+  j["gpu_matrix"] = node.gpu_matrix;
+  j["nic_matrix"] = node.nic_matrix;
+  ojson nearest = ojson::array();
+  for (const GpuNicAffinity& a : node.nearest_nic)
+    nearest.push_back({{"gpu", a.gpu},
+                       {"nic", opt(a.nic)},
+                       {"path", a.path ? ojson(label(*a.path)) : ojson(nullptr)},
+                       {"relation", a.path ? ojson(describe(*a.path)) : ojson(nullptr)}});
+  j["nearest_nic"] = nearest;
+  j["p2p_access"] = matrix(node.p2p_access);
+  j["p2p_rank"] = matrix(node.p2p_rank);
+  j["d2d_gbs"] = matrix(node.d2d_gbs);
+  j["method"] = node.method.empty() ? ojson(nullptr) : ojson(node.method);
+  j["notes"] = node.notes;
+  return j;
+}
+
+NodeTopology node_from_json(const nlohmann::json& j) {
+  NodeTopology node;
+  const json& h = member(j, "host");
+  node.host.hostname = get<std::string>(h, "hostname").value_or("unknown");
+  node.host.cpu_model = get<std::string>(h, "cpu_model");
+  node.host.sockets = get<int>(h, "sockets");
+  node.host.cores = get<int>(h, "cores");
+  node.host.threads = get<int>(h, "threads");
+  node.host.memory_bytes = get<std::uint64_t>(h, "memory_bytes");
+  node.host.numa_nodes = get<int>(h, "numa_nodes");
+  node.host.os = get<std::string>(h, "os");
+  node.host.kernel = get<std::string>(h, "kernel");
+  node.host.gpu_driver = get<std::string>(h, "gpu_driver");
+  node.gpu_status = get<std::string>(j, "gpu_status").value_or("");
+  if (const json& gpus = member(j, "gpus"); gpus.is_array()) {
+    for (const json& g : gpus) {
+      GpuInfo gpu;
+      gpu.index = get<int>(g, "index");
+      gpu.pci_bus_id = get<std::string>(g, "pci_bus_id").value_or("");
+      gpu.name = get<std::string>(g, "name");
+      gpu.uuid = get<std::string>(g, "uuid");
+      gpu.memory_bytes = get<std::uint64_t>(g, "memory_bytes");
+      gpu.sm_count = get<int>(g, "sm_count");
+      gpu.numa_node = get<int>(g, "numa_node");
+      const json& p = member(g, "pcie");
+      gpu.pcie = {get<int>(p, "current_gen"), get<int>(p, "max_gen"), get<int>(p, "current_width"),
+                  get<int>(p, "max_width")};
+      if (const json& links = member(g, "nvlinks"); links.is_array()) {
+        for (const json& l : links) {
+          gpu.nvlinks.push_back({get<int>(l, "link").value_or(0), get<bool>(l, "active"), get<int>(l, "version"),
+                                 get<std::string>(l, "remote_pci"), get<std::string>(l, "remote_kind")});
+        }
+      }
+      gpu.mig_mode = get<std::string>(g, "mig_mode");
+      gpu.ecc_mode = get<std::string>(g, "ecc_mode");
+      gpu.h2d_gbs = get<double>(g, "h2d_gbs");
+      gpu.d2h_gbs = get<double>(g, "d2h_gbs");
+      gpu.local_copy_gbs = get<double>(g, "local_copy_gbs");
+      node.gpus.push_back(std::move(gpu));
+    }
+  }
+  if (const json& nics = member(j, "nics"); nics.is_array()) {
+    for (const json& n : nics) {
+      NicInfo nic;
+      nic.name = get<std::string>(n, "name").value_or("");
+      nic.kind = get<std::string>(n, "kind").value_or("");
+      nic.pci_address = get<std::string>(n, "pci_address");
+      nic.bus = get<std::string>(n, "bus").value_or("unknown");
+      nic.driver = get<std::string>(n, "driver");
+      nic.numa_node = get<int>(n, "numa_node");
+      nic.firmware = get<std::string>(n, "firmware");
+      if (const json& ports = member(n, "ports"); ports.is_array()) {
+        for (const json& p : ports) {
+          nic.ports.push_back({get<int>(p, "port").value_or(1), get<std::string>(p, "state"),
+                               get<std::string>(p, "phys_state"), get<double>(p, "rate_gbps"),
+                               get<std::string>(p, "link_layer")});
+        }
+      }
+      nic.netdevs = strings(member(n, "netdevs"));
+      nic.speed_gbps = get<double>(n, "speed_gbps");
+      nic.mtu = get<int>(n, "mtu");
+      nic.operstate = get<std::string>(n, "operstate");
+      node.nics.push_back(std::move(nic));
+    }
+  }
+  const json& gdr = member(j, "gpudirect_rdma");
+  node.gpudirect.status = get<std::string>(gdr, "status").value_or("unknown");
+  node.gpudirect.module = get<std::string>(gdr, "module");
+  node.gpudirect.dma_buf = get<bool>(gdr, "dma_buf");
+  for (const char* key : {"gpu_matrix", "nic_matrix"}) {
+    auto& target = std::string(key) == "gpu_matrix" ? node.gpu_matrix : node.nic_matrix;
+    if (const json& m = member(j, key); m.is_array()) {
+      for (const json& row : m) target.push_back(strings(row));
+    }
+  }
+  if (const json& nearest = member(j, "nearest_nic"); nearest.is_array()) {
+    for (const json& a : nearest) {
+      node.nearest_nic.push_back({get<std::string>(a, "gpu").value_or(""), get<std::string>(a, "nic"),
+                                  path_from(get<std::string>(a, "path"))});
+    }
+  }
+  node.p2p_access = read_matrix<bool>(member(j, "p2p_access"));
+  node.p2p_rank = read_matrix<int>(member(j, "p2p_rank"));
+  node.d2d_gbs = read_matrix<double>(member(j, "d2d_gbs"));
+  node.method = get<std::string>(j, "method").value_or("");
+  node.notes = strings(member(j, "notes"));
+  return node;
+}
+
+nlohmann::ordered_json topology_to_json(const ClusterTopology& cluster) {
+  ojson j;
+  ojson nodes = ojson::array();
+  for (const NodeTopology& n : cluster.nodes) nodes.push_back(node_to_json(n));
+  j["nodes"] = nodes;
+  ojson groups = ojson::array();
+  for (const NodeGroup& g : cluster.groups) groups.push_back({{"signature", g.signature}, {"hosts", g.hosts}});
+  j["groups"] = groups;
+  ojson anomalies = ojson::array();
+  for (const Anomaly& a : cluster.anomalies)
+    anomalies.push_back({{"kind", a.kind}, {"host", a.host}, {"device", a.device}, {"detail", a.detail}});
+  j["anomalies"] = anomalies;
+  j["notes"] = cluster.notes;
+  return j;
+}
+
+namespace {
+
+void write_node(const NodeTopology& n, std::ostream& out) {
+  const HostInfo& h = n.host;
+  // "1 socket", "2 sockets", "unknown sockets".
+  const auto counted = [](const std::optional<int>& v, const char* noun) {
+    return fmt::format("{} {}{}", num_or_unknown(v), noun, v && *v == 1 ? "" : "s");
+  };
+  out << fmt::format("  host {}: {}, {}, {}, {}, {}, {}\n", h.hostname, or_unknown(h.cpu_model),
+                     counted(h.sockets, "socket"), counted(h.cores, "core"), counted(h.threads, "thread"),
+                     h.memory_bytes ? gib(*h.memory_bytes) : "memory unknown", counted(h.numa_nodes, "NUMA node"));
+  out << fmt::format("  {}, kernel {}, GPU driver {}\n", h.os.value_or("OS unknown"), or_unknown(h.kernel),
+                     or_unknown(h.gpu_driver));
+  if (!n.gpu_status.empty()) out << "  " << n.gpu_status << '\n';
+  if (!n.gpus.empty()) {
+    out << fmt::format("  {:<4} {:<13} {:<26} {:>5} {:<17} {:<14} {:>6} {:>6} {:>6}\n", "GPU", "PCI", "name", "NUMA",
+                       "PCIe now/max", "nearest NIC", "H2D", "D2H", "local");
+    for (std::size_t i = 0; i < n.gpus.size(); ++i) {
+      const GpuInfo& g = n.gpus[i];
+      const PcieLink& p = g.pcie;
+      std::string nic = "-";
+      if (i < n.nearest_nic.size() && n.nearest_nic[i].nic)
+        nic = fmt::format("{} {}", *n.nearest_nic[i].nic, n.nearest_nic[i].path ? label(*n.nearest_nic[i].path) : "?");
+      const auto gen = [](std::optional<int> v) { return v ? std::to_string(*v) : std::string("?"); };
+      out << fmt::format("  {:<4} {:<13} {:<26} {:>5} {:<17} {:<14} {:>6} {:>6} {:>6}\n",
+                         g.index ? std::to_string(*g.index) : fmt::format("({})", i), g.pci_bus_id,
+                         g.name.value_or("unknown").substr(0, 26), g.numa_node ? std::to_string(*g.numa_node) : "?",
+                         fmt::format("Gen{} x{}/Gen{} x{}", gen(p.current_gen), gen(p.current_width), gen(p.max_gen),
+                                     gen(p.max_width)),
+                         nic, gbs(g.h2d_gbs), gbs(g.d2h_gbs), gbs(g.local_copy_gbs));
+    }
+    if (!n.method.empty()) out << "  bandwidths in GB/s: " << n.method << '\n';
+    // The matrix, as nvidia-smi topo -m lays it out.
+    out << fmt::format("  {:<6}", "");
+    for (std::size_t j = 0; j < n.gpus.size(); ++j) out << fmt::format(" {:>5}", fmt::format("GPU{}", j));
+    for (const NicInfo& nic : n.nics)
+      out << fmt::format(" {:>{}}", nic.name, std::max<std::size_t>(nic.name.size(), 4));
+    out << '\n';
+    for (std::size_t i = 0; i < n.gpus.size(); ++i) {
+      out << fmt::format("  {:<6}", fmt::format("GPU{}", i));
+      for (std::size_t j = 0; j < n.gpus.size(); ++j)
+        out << fmt::format(" {:>5}", i < n.gpu_matrix.size() && j < n.gpu_matrix[i].size() ? n.gpu_matrix[i][j] : "?");
+      for (std::size_t k = 0; k < n.nics.size(); ++k)
+        out << fmt::format(" {:>{}}", i < n.nic_matrix.size() && k < n.nic_matrix[i].size() ? n.nic_matrix[i][k] : "?",
+                           std::max<std::size_t>(n.nics[k].name.size(), 4));
+      out << '\n';
+    }
+  }
+  if (n.nics.empty()) out << "  no NIC found\n";
+  for (const NicInfo& nic : n.nics) {
+    std::string detail;
+    if (!nic.ports.empty()) {
+      std::vector<std::string> ports;
+      for (const NicPort& p : nic.ports)
+        ports.push_back(fmt::format("port {} {} {}", p.port, p.state.value_or("unknown"),
+                                    p.rate_gbps ? fmt::format("{:g} Gb/s", *p.rate_gbps) : "rate unknown"));
+      detail = fmt::format("{}, fw {}", fmt::join(ports, ", "), or_unknown(nic.firmware));
+    } else {
+      detail = fmt::format("{} {}, mtu {}", nic.operstate.value_or("state unknown"),
+                           nic.speed_gbps ? fmt::format("{:g} Gb/s", *nic.speed_gbps) : "speed unknown",
+                           num_or_unknown(nic.mtu));
+    }
+    out << fmt::format("  {:<14} {:<10} {:<13} {:<7} {}\n", nic.name, nic.kind, nic.pci_address.value_or(nic.bus),
+                       nic.numa_node ? fmt::format("NUMA {}", *nic.numa_node) : "NUMA ?", detail);
+  }
+  out << fmt::format("  GPUDirect RDMA: {}{}\n", n.gpudirect.status,
+                     n.gpudirect.module ? fmt::format(" ({})", *n.gpudirect.module) : "");
+  if (!n.notes.empty())
+    out << fmt::format("  {} fact{} unknown or odd; the JSON lists why\n", n.notes.size(),
+                       n.notes.size() == 1 ? "" : "s");
+}
+
+}  // namespace
+
+void write_topology_summary(const ClusterTopology& cluster, std::ostream& out) {
+  out << fmt::format("# topology: {} node{}, {} configuration{}\n", cluster.nodes.size(),
+                     cluster.nodes.size() == 1 ? "" : "s", cluster.groups.size(),
+                     cluster.groups.size() == 1 ? "" : "s");
+  for (std::size_t g = 0; g < cluster.groups.size(); ++g) {
+    const NodeGroup& group = cluster.groups[g];
+    out << fmt::format("configuration {} ({} node{}: {})\n  {}\n", g + 1, group.hosts.size(),
+                       group.hosts.size() == 1 ? "" : "s", fmt::join(group.hosts, ", "), group.signature);
+    // The first node stands for its configuration; the others are the same.
+    for (const NodeTopology& n : cluster.nodes) {
+      if (!group.hosts.empty() && n.host.hostname == group.hosts.front()) {
+        write_node(n, out);
+        break;
+      }
+    }
+  }
+  if (cluster.anomalies.empty()) {
+    out << "no anomalies\n";
+  } else {
+    out << fmt::format("anomalies ({}):\n", cluster.anomalies.size());
+    for (const Anomaly& a : cluster.anomalies)
+      out << fmt::format("  {}{}{}: {}: {}\n", a.host, a.device.empty() ? "" : " ", a.device, a.kind, a.detail);
+  }
+  for (const std::string& note : cluster.notes) out << "note: " << note << '\n';
+}
+
+}  // namespace fabricbench
