@@ -9,7 +9,7 @@
 
 #include "fabricbench/comm/comm.hpp"
 #include "fabricbench/core/config.hpp"
-#include "fabricbench/model/result.hpp"
+#include "fabricbench/engine/sweep_record.hpp"
 #include "fabricbench/transport/transport.hpp"
 
 namespace fabricbench {

@@ -11,6 +11,7 @@
 #include "fabricbench/core/types.hpp"
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/scaling.hpp"
+#include "fabricbench/engine/sweep_record.hpp"
 #include "fabricbench/topology/topology.hpp"
 
 namespace fabricbench {
@@ -43,34 +44,6 @@ struct RunInfo {
   // nccl: one line per rank, "rank R: host GPU index name bus-id UUID (compute X.Y)".
   std::vector<std::string> devices;
   std::optional<PriceInfo> cost;  // when a price was given
-};
-
-// One measured placement of one sweep point. Times in microseconds.
-struct Timing {
-  double time_us = 0;      // mean over ranks of each rank's batch time / iters (the headline)
-  double time_min_us = 0;  // fastest rank
-  double time_max_us = 0;  // slowest rank
-  double p50_us = 0;       // per-iteration times, each the mean over ranks
-  double p99_us = 0;
-  double cv = 0;
-  double algbw_gbs = 0;  // bytes / time_us, GB = 1e9 bytes
-  double busbw_gbs = 0;  // algbw * busbw_factor
-  int iterations = 0;
-  std::optional<std::uint64_t> wrong;  // summed over ranks; nullopt when not checked
-};
-
-// One (op, dtype, redop, placement, size) point.
-struct SweepRecord {
-  Op op = Op::allreduce;
-  DType dtype = DType::float32;
-  std::optional<RedOp> redop;  // reducing ops only
-  std::optional<int> root;     // rooted ops only
-  Placement placement = Placement::out_of_place;
-  std::size_t bytes = 0;         // reported size S
-  std::size_t count = 0;         // elements per call, as nccl-tests' count column
-  int ranks = 0;                 // ranks in the group that ran it
-  std::optional<Timing> timing;  // nullopt when skipped
-  std::string skipped;           // why, when skipped
 };
 
 struct RunResult {
