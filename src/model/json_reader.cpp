@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/model/result_json.hpp"
 #include "fabricbench/model/schema_validate.hpp"
-#include "fabricbench/output/writers.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
 namespace fabricbench {

@@ -1,6 +1,6 @@
 #include <ostream>
 
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/model/result_json.hpp"
 
 #include "fabricbench/topology/topology_writers.hpp"
 

@@ -1,21 +1,16 @@
 #pragma once
-// Writers only format records, each to an injected std::ostream.
+// Writers only format records, each to an injected std::ostream. The JSON
+// form of a result is the model's (model/result_json.hpp).
 
 #include <iosfwd>
 #include <span>
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
-
 #include "fabricbench/model/result.hpp"
+#include "fabricbench/model/result_json.hpp"
 
 namespace fabricbench {
-
-// The JSON document of a run; schema "fabricbench.result/1", stable key order.
-inline constexpr const char* result_schema_id = "fabricbench.result/1";
-nlohmann::ordered_json to_json(const RunResult& result);
-void write_json(const RunResult& result, std::ostream& out);
 
 // CSV: a header row, one row per record, plain numbers, units in the column
 // names; empty cells for what was not measured.
