@@ -6,10 +6,10 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/analysis/report.hpp"
 #include "fabricbench/app/app.hpp"
 #include "fabricbench/app/build_info.hpp"
 #include "fabricbench/app/cli.hpp"
+#include "fabricbench/app/report_command.hpp"
 #include "fabricbench/core/error.hpp"
 
 int main(int argc, char** argv) {

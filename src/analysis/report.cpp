@@ -9,12 +9,9 @@
 
 #include <fmt/format.h>
 
-#include "fabricbench/app/app.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/exit_codes.hpp"
 #include "fabricbench/core/sizes.hpp"
-#include "fabricbench/model/reader.hpp"
-#include "fabricbench/output/output.hpp"
-#include "fabricbench/output/writers.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
 namespace fabricbench {
@@ -26,31 +23,10 @@ std::string cluster_key(const RunResult& r) {
   return key;
 }
 
-std::string cluster_text(const RunResult& r) {
-  std::string hosts;
-  for (std::size_t i = 0; i < r.run.hostnames.size() && i < 3; ++i) hosts += (i ? ", " : "") + r.run.hostnames[i];
-  if (r.run.hostnames.size() > 3) hosts += fmt::format(", +{}", r.run.hostnames.size() - 3);
-  return fmt::format("{} node{} ({}), {} ranks, {}", r.run.nodes, r.run.nodes == 1 ? "" : "s", hosts, r.run.ranks,
-                     r.run.transport);
-}
-
 std::string level_label(const LevelResult& l) {
   if (l.kind == LevelKind::rail) return "rail";
   return fmt::format("{} node{}", l.nodes_per_group, l.nodes_per_group == 1 ? "" : "s");
 }
-
-std::string spread_text(const std::optional<Spread>& s) {
-  if (!s) return "-";
-  if (s->runs == 1) return fmt::format("{:.3f}", s->mean);
-  return fmt::format("{:.3f}±{:.3f}", s->mean, s->sd);
-}
-
-std::string ratio_text(const std::optional<Spread>& base, const std::optional<Spread>& other) {
-  if (!base || !other || base->mean <= 0) return "-";
-  return fmt::format("{:.2f}", other->mean / base->mean);
-}
-
-std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
 
 std::vector<std::string> topology_facts(const RunResult& r) {
   // what, value: in a fixed order so groups line up.
@@ -74,6 +50,14 @@ const std::vector<std::string>& topology_fact_names() {
 }
 
 }  // namespace
+
+std::string cluster_text(const RunResult& r) {
+  std::string hosts;
+  for (std::size_t i = 0; i < r.run.hostnames.size() && i < 3; ++i) hosts += (i ? ", " : "") + r.run.hostnames[i];
+  if (r.run.hostnames.size() > 3) hosts += fmt::format(", +{}", r.run.hostnames.size() - 3);
+  return fmt::format("{} node{} ({}), {} ranks, {}", r.run.nodes, r.run.nodes == 1 ? "" : "s", hosts, r.run.ranks,
+                     r.run.transport);
+}
 
 Spread spread_of(const std::vector<double>& values) {
   Spread s;
@@ -221,146 +205,6 @@ Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, con
     }
   }
   return report;
-}
-
-void write_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostream& out) {
-  out << fmt::format("#\n# Verdict: {}\n", name(level));
-  for (const Verdict& v : verdicts) {
-    out << fmt::format("#   {:<4} {:<9} {}: {}\n", name(v.level), v.kind, v.subject, v.reason);
-    if (!v.source.empty()) out << fmt::format("#        source: {}\n", v.source);
-  }
-}
-
-void write_report_text(const Report& report, std::ostream& out) {
-  for (const ReportRun& run : report.runs) {
-    const RunResult& r = run.result;
-    out << fmt::format("# {}: fabricbench {} (git {}) on {}, started {}\n", run.path, r.tool.version, r.tool.git,
-                       cluster_text(r), r.run.start_utc);
-    TableWriter table(out);
-    std::vector<SweepRecord> point;
-    for (const SweepRecord& rec : r.records) {
-      if (!point.empty() && (rec.op != point.front().op || rec.dtype != point.front().dtype ||
-                             rec.bytes != point.front().bytes || rec.redop != point.front().redop)) {
-        table.point(point);
-        point.clear();
-      }
-      point.push_back(rec);
-    }
-    if (!point.empty()) table.point(point);
-    if (!r.records.empty()) table.summary(r);
-    if (r.scaling) write_ladder(*r.scaling, out);
-    if (r.pairs) write_pairs(*r.pairs, r.findings, out);
-    if (r.topology) {
-      out << "#\n";
-      write_topology_summary(*r.topology, out);
-    }
-    if (run.cost) {
-      const CostSummary& c = *run.cost;
-      out << fmt::format("#\n# Cost at {}\n", c.price.per_gpu_hour
-                                                  ? fmt::format("{} per GPU-hour", money(*c.price.per_gpu_hour))
-                                                  : fmt::format("{} per node-hour", money(*c.price.per_node_hour)));
-      if (c.run_cost)
-        out << fmt::format("#   this run: {} ({:.1f} s on {} GPUs, {} node{})\n", money(*c.run_cost),
-                           r.duration_s.value_or(0), r.run.ranks, r.run.nodes, r.run.nodes == 1 ? "" : "s");
-      else
-        out << "#   this run: unknown (" << c.why_no_run_cost << ")\n";
-      if (!c.training.empty()) {
-        out << fmt::format("#   {:>6} {:>6} {:>10} {:>16}\n", "nodes", "GPUs", "step (ms)", "per 1000 steps");
-        for (const CostPoint& p : c.training)
-          out << fmt::format("    {:>6} {:>6} {:>10.3f} {:>16}\n", p.nodes, p.gpus, p.step_ms, money(p.per_1000_steps));
-      }
-    }
-    write_verdicts(run.verdicts, run.level, out);
-  }
-  if (report.runs.size() < 2) return;
-  out << "#\n# Comparison (busbw GB/s: mean±sd over each group's runs; ratio to A)\n";
-  for (const ReportGroup& g : report.groups) {
-    out << fmt::format("#   {}: {}, {} run{}:", g.label, g.cluster, g.runs.size(), g.runs.size() == 1 ? "" : "s");
-    for (const std::size_t i : g.runs) out << ' ' << report.runs[i].path;
-    out << '\n';
-  }
-  out << fmt::format("# {:<14} {:>8} {:>4} {:>10}", "op", "dtype", "pl", "size");
-  for (const ReportGroup& g : report.groups) out << fmt::format(" {:>17}", g.label);
-  for (std::size_t g = 1; g < report.groups.size(); ++g) out << fmt::format(" {:>7}", report.groups[g].label + "/A");
-  out << '\n';
-  for (const CompareRow& row : report.compare) {
-    out << fmt::format("  {:<14} {:>8} {:>4} {:>10}", name(row.op), name(row.dtype),
-                       row.placement == Placement::in_place ? "ip" : "oop", format_size(row.bytes));
-    for (const auto& s : row.busbw) out << fmt::format(" {:>17}", spread_text(s));
-    for (std::size_t g = 1; g < row.busbw.size(); ++g)
-      out << fmt::format(" {:>7}", ratio_text(row.busbw[0], row.busbw[g]));
-    out << '\n';
-  }
-  if (!report.ladder.empty()) {
-    out << "#\n# Ladder comparison (median busbw GB/s; efficiency vs 1 node)\n";
-    out << fmt::format("# {:<14} {:<10}", "op", "level");
-    for (const ReportGroup& g : report.groups) out << fmt::format(" {:>17} {:>6}", g.label, "eff");
-    out << '\n';
-    for (const LadderRow& row : report.ladder) {
-      out << fmt::format("  {:<14} {:<10}", name(row.op), row.level);
-      for (std::size_t g = 0; g < row.busbw.size(); ++g)
-        out << fmt::format(" {:>17} {:>6}", spread_text(row.busbw[g]),
-                           row.efficiency[g] ? fmt::format("{:.0f}%", *row.efficiency[g] * 100) : "-");
-      out << '\n';
-    }
-  }
-  if (!report.topology.empty()) {
-    out << "#\n# Topology comparison (* differs)\n";
-    for (const TopologyRow& row : report.topology) {
-      out << fmt::format("  {} {:<20}", row.differs ? '*' : ' ', row.what);
-      for (const std::string& v : row.values) out << fmt::format(" {:>20}", v);
-      out << '\n';
-    }
-  }
-  out << fmt::format("#\n# Overall verdict: {}\n", name(report.level));
-}
-
-void write_report_csv(const Report& report, std::ostream& out) {
-  if (report.runs.size() == 1) {
-    write_csv(report.runs.front().result.records, out);
-    return;
-  }
-  out << "op,dtype,placement,size_bytes";
-  for (const ReportGroup& g : report.groups)
-    out << fmt::format(",{0}_busbw_mean_GBps,{0}_busbw_sd_GBps,{0}_busbw_min_GBps,{0}_busbw_max_GBps,{0}_runs",
-                       g.label);
-  for (std::size_t g = 1; g < report.groups.size(); ++g) out << fmt::format(",{}_over_A", report.groups[g].label);
-  out << '\n';
-  for (const CompareRow& row : report.compare) {
-    out << fmt::format("{},{},{},{}", name(row.op), name(row.dtype), name(row.placement), row.bytes);
-    for (const auto& s : row.busbw) {
-      if (s)
-        out << fmt::format(",{},{},{},{},{}", s->mean, s->sd, s->min, s->max, s->runs);
-      else
-        out << ",,,,,0";
-    }
-    for (std::size_t g = 1; g < row.busbw.size(); ++g) {
-      if (row.busbw[0] && row.busbw[g] && row.busbw[0]->mean > 0)
-        out << fmt::format(",{}", row.busbw[g]->mean / row.busbw[0]->mean);
-      else
-        out << ',';
-    }
-    out << '\n';
-  }
-}
-
-int run_report(const RunConfig& config, std::ostream& out) {
-  const ReportConfig& rc = config.report;
-  for (const std::string& e : rc.expects) (void)parse_gate(e);  // bad expressions before any file is read
-  if (!config.csv_path.empty()) check_writable(config.csv_path, "--csv");
-  if (!rc.html_path.empty()) check_writable(rc.html_path, "--html");
-  std::vector<ReportRun> runs;
-  for (const std::string& path : rc.files) runs.push_back({path, read_result_file(path), {}, Level::ok, {}});
-  const Report report = build_report(std::move(runs), rc, builtin_expectations());
-  if (!config.quiet)
-    write_report_text(report, out);
-  else
-    out << fmt::format("# Verdict: {}\n", name(report.level));
-  if (!config.csv_path.empty())
-    write_file_atomically(config.csv_path, [&report](std::ostream& o) { write_report_csv(report, o); });
-  if (!rc.html_path.empty())
-    write_file_atomically(rc.html_path, [&report](std::ostream& o) { write_report_html(report, o); });
-  return report.exit_code;
 }
 
 }  // namespace fabricbench

@@ -21,6 +21,7 @@
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/output.hpp"
+#include "fabricbench/output/report_writers.hpp"
 #include "fabricbench/output/writers.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_probe.hpp"

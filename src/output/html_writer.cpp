@@ -11,8 +11,8 @@
 
 #include <fmt/format.h>
 
-#include "fabricbench/analysis/report.hpp"
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/output/report_writers.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 
 namespace fabricbench {

@@ -1,4 +1,5 @@
 #include "fabricbench/analysis/report.hpp"
+#include "fabricbench/output/report_writers.hpp"
 
 #include <cstdlib>
 #include <fstream>

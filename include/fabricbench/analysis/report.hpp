@@ -95,24 +95,11 @@ struct Report {
 // reference. Throws UsageError for a bad gate expression.
 Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, const Expectations& expectations);
 
+// "2 nodes (node-a, node-b), 4 ranks, mpi": the cluster a run ran on (three
+// hostnames at most).
+std::string cluster_text(const RunResult& result);
+
 // The exit code for a level: FAIL 3, WARN 1 when fail_on_warn, else 0.
 int exit_code_for(Level level, bool fail_on_warn);
-
-// The terminal report: per run the tables, verdicts and cost; then the
-// comparison when there are several runs.
-void write_report_text(const Report& report, std::ostream& out);
-// The verdicts alone (what `run --expect` prints after its tables).
-void write_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostream& out);
-// CSV: one file's records as `run --csv` writes them; several files' comparison
-// (op, dtype, placement, size, then per group mean, sd, runs; then ratios to
-// the first group).
-void write_report_csv(const Report& report, std::ostream& out);
-// One self-contained HTML page: inline CSS and SVG charts drawn here, no
-// scripts, fonts or links to fetch.
-void write_report_html(const Report& report, std::ostream& out);
-
-// `fabricbench report`: reads config.report.files, prints the report, writes
-// --csv and --html; returns the exit code. Throws UsageError for bad input.
-int run_report(const RunConfig& config, std::ostream& out);
 
 }  // namespace fabricbench
