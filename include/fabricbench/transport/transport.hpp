@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -67,6 +68,12 @@ class Transport {
   // Members with a negative color get nullptr. The sub-transport must not
   // outlive `sub`.
   [[nodiscard]] virtual std::unique_ptr<Transport> split(const Comm& sub, int color, int key) = 0;
+
+  // What a run records about the device this rank drives ("host GPU 0 <name>
+  // <bus id> <uuid> (compute 9.0)") and the libraries behind the transport
+  // (name -> version); a host transport has no device (nullopt) and adds none.
+  [[nodiscard]] virtual std::optional<std::string> device_text() const { return std::nullopt; }
+  [[nodiscard]] virtual std::map<std::string, std::string> libraries() const { return {}; }
 };
 
 }  // namespace fabricbench

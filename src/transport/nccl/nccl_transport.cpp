@@ -362,4 +362,18 @@ std::unique_ptr<Transport> NcclTransport::split(const Comm& sub, int color, int 
   return std::unique_ptr<Transport>(new NcclTransport(sub, options_, std::move(owned), gpu_));
 }
 
+std::optional<std::string> NcclTransport::device_text() const {
+  return fmt::format("{} GPU {} {} {} {} (compute {}.{})", this_hostname(), gpu_.index, gpu_.name, gpu_.pci_bus_id,
+                     gpu_.uuid, gpu_.cc_major, gpu_.cc_minor);
+}
+
+std::map<std::string, std::string> NcclTransport::libraries() const {
+  return {{"cuda_driver", cuda_driver_version()},
+          {"cuda_runtime", cuda_runtime_version()},
+          {"nccl_runtime", nccl_runtime_version()},
+          {"nccl_algorithm_protocol",
+           "not recorded: NCCL reports its per-op algorithm and protocol only in its debug log; run with "
+           "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING to see them"}};
+}
+
 }  // namespace fabricbench

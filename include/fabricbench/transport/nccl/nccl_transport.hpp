@@ -23,6 +23,7 @@
 // Only built with CUDA; include only where FABRICBENCH_HAVE_CUDA is 1.
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -59,6 +60,8 @@ class NcclTransport final : public Transport {
   BatchTiming time_batch(const OpSpec& spec, int iters, bool per_iteration) override;
   void barrier() override;
   [[nodiscard]] std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override;
+  [[nodiscard]] std::optional<std::string> device_text() const override;
+  [[nodiscard]] std::map<std::string, std::string> libraries() const override;
 
   [[nodiscard]] const GpuDescription& gpu() const { return gpu_; }
   // Device address of this rank's output as verify() reads it, and the
