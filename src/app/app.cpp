@@ -14,6 +14,7 @@
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/app/build_info.hpp"
 #include "fabricbench/app/cli.hpp"
+#include "fabricbench/app/exit_status.hpp"
 #include "fabricbench/app/gpu_session.hpp"
 #include "fabricbench/comm/layout.hpp"
 #include "fabricbench/core/error.hpp"
@@ -26,7 +27,6 @@
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_probe.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
-#include "fabricbench/transport/mpi/mpi_transport.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 
@@ -81,6 +81,11 @@ void agree_on_root(const Comm& world, const std::function<void()>& check) {
   message.resize(length);
   world.broadcast(std::as_writable_bytes(std::span<char>(message.data(), message.size())), 0);
   throw UsageError(message);
+}
+
+bool progress_wanted(const RunConfig& config) {
+  return config.progress == ProgressChoice::on ||
+         (config.progress == ProgressChoice::automatic && isatty(STDERR_FILENO) != 0);
 }
 
 // A one-line progress report on stderr (when wanted), and only once
@@ -143,135 +148,184 @@ int judge_run(const RunConfig& config, const RunResult& result) {
   return exit_code_for(level, rc.fail_on_warn);
 }
 
-int execute(const RunConfig& config, const Comm& world) {
-  const bool lead = world.rank() == 0;
-  const auto started = std::chrono::steady_clock::now();
-  const Layout layout = discover_layout(world);
-  validate_for_world(config, world.size());
-  if (config.command == Command::scale || config.command == Command::p2p ||
-      (config.command == Command::run && layout.nodes > 1))
-    (void)uniform_ranks_per_node(layout);  // refuse uneven layouts before anything runs
-  agree_on_root(world, [&config] {
-    if (!config.json_path.empty()) check_writable(config.json_path, "--json");
-    if (!config.csv_path.empty()) check_writable(config.csv_path, "--csv");
-  });
-  const std::unique_ptr<Transport> transport = make_transport_for(config, world, layout);
-  validate_for_transport(config, *transport);
+// One measuring command on every rank, as named phases: start (layout, checks,
+// transport, the run's record), topology, sweep, ladder, pairs, then on rank 0
+// judge and save. Only rank 0 keeps the result; it is saved after each phase,
+// so an interrupted run's file holds what was measured.
+class RunPipeline {
+ public:
+  RunPipeline(const RunConfig& config, const Comm& world) : config_(config), world_(world) {}
 
-  RunResult result;
-  result.tool = tool_info();
-  result.checked = config.check;
-  RunInfo& info = result.run;
-  info.start_utc = utc_now();
-  info.command_line = config.command_line;
-  info.command_line.insert(info.command_line.begin(), "fabricbench");
-  info.ranks = layout.ranks;
-  info.nodes = layout.nodes;
-  info.ranks_per_node = layout.ranks_per_node;
-  info.hostnames = layout.hostnames;
-  info.transport = transport->name();
-  GpuRecord gpu = gather_gpu_record(*transport, world);
-  result.tool.libraries.merge(gpu.libraries);
-  info.devices = std::move(gpu.devices);
-  info.environment = shaping_environment();
-  if (config.report.price_per_gpu_hour || config.report.price_per_node_hour)
-    info.cost = PriceInfo{config.report.price_per_gpu_hour, config.report.price_per_node_hour};
+  int run() {
+    start();
+    topology();
+    if (config_.command == Command::topo) {
+      if (lead_) finish();
+      return exit_ok;
+    }
+    if (lead_) save(config_, result_, started_);  // a valid (empty, incomplete) file from the start
+    if (wants_sweep()) sweep();
+    if (wants_ladder()) ladder();
+    if (wants_pairs()) pairs();
+    if (!lead_) return exit_ok;
+    finish();
+    if (wants_sweep()) table_.summary(result_);
+    return judge();
+  }
 
-  if (lead && !config.quiet) {
-    std::cout << fmt::format("# fabricbench {} (git {}) transport {}: {} rank{} on {} node{}\n", result.tool.version,
-                             result.tool.git, info.transport, info.ranks, info.ranks == 1 ? "" : "s", info.nodes,
+ private:
+  [[nodiscard]] bool multi_node() const { return layout_.nodes > 1; }
+  [[nodiscard]] bool wants_sweep() const {
+    return config_.command == Command::sweep || config_.command == Command::run;
+  }
+  [[nodiscard]] bool wants_ladder() const {
+    return config_.command == Command::scale || (config_.command == Command::run && multi_node());
+  }
+  [[nodiscard]] bool wants_pairs() const {
+    return config_.command == Command::p2p ||
+           (config_.command == Command::run && (multi_node() || layout_.ranks_per_node.front() > 1));
+  }
+
+  // Refuses what cannot run before anything runs, then starts the transport
+  // and records what, where and with what the run ran.
+  void start() {
+    layout_ = discover_layout(world_);
+    validate_for_world(config_, world_.size());
+    if (config_.command == Command::scale || config_.command == Command::p2p ||
+        (config_.command == Command::run && multi_node()))
+      (void)uniform_ranks_per_node(layout_);  // refuse uneven layouts before anything runs
+    agree_on_root(world_, [this] {
+      if (!config_.json_path.empty()) check_writable(config_.json_path, "--json");
+      if (!config_.csv_path.empty()) check_writable(config_.csv_path, "--csv");
+    });
+    transport_ = make_transport_for(config_, world_, layout_);
+    validate_for_transport(config_, *transport_);
+    record_run();
+    if (lead_ && !config_.quiet) print_header();
+  }
+
+  void record_run() {
+    result_.tool = tool_info();
+    result_.checked = config_.check;
+    RunInfo& info = result_.run;
+    info.start_utc = utc_now();
+    info.command_line = config_.command_line;
+    info.command_line.insert(info.command_line.begin(), "fabricbench");
+    info.ranks = layout_.ranks;
+    info.nodes = layout_.nodes;
+    info.ranks_per_node = layout_.ranks_per_node;
+    info.hostnames = layout_.hostnames;
+    info.transport = transport_->name();
+    GpuRecord gpu = gather_gpu_record(*transport_, world_);
+    result_.tool.libraries.merge(gpu.libraries);
+    info.devices = std::move(gpu.devices);
+    info.environment = shaping_environment();
+    if (config_.report.price_per_gpu_hour || config_.report.price_per_node_hour)
+      info.cost = PriceInfo{config_.report.price_per_gpu_hour, config_.report.price_per_node_hour};
+  }
+
+  void print_header() const {
+    const RunInfo& info = result_.run;
+    std::cout << fmt::format("# fabricbench {} (git {}) transport {}: {} rank{} on {} node{}\n", result_.tool.version,
+                             result_.tool.git, info.transport, info.ranks, info.ranks == 1 ? "" : "s", info.nodes,
                              info.nodes == 1 ? "" : "s");
-    for (int n = 0; n < layout.nodes; ++n) {
-      const int ranks = layout.ranks_per_node[static_cast<std::size_t>(n)];
-      std::cout << fmt::format("#   node {} {}: {} rank{}\n", n, layout.hostnames[static_cast<std::size_t>(n)], ranks,
+    for (int n = 0; n < layout_.nodes; ++n) {
+      const int ranks = layout_.ranks_per_node[static_cast<std::size_t>(n)];
+      std::cout << fmt::format("#   node {} {}: {} rank{}\n", n, layout_.hostnames[static_cast<std::size_t>(n)], ranks,
                                ranks == 1 ? "" : "s");
     }
   }
+
   // The topology comes first, before any collective runs.
-  if (config.command == Command::topo || config.command == Command::run) {
+  void topology() {
+    if (config_.command != Command::topo && config_.command != Command::run) return;
     ClusterTopology topology = gather_topology(
-        world, layout, TopologyOptions{probe_roots(config.sysfs_root, config.procfs_root), config.measure_topology});
-    if (lead && !config.quiet) write_topology_summary(topology, std::cout);
-    if (lead) result.topology = std::move(topology);
+        world_, layout_,
+        TopologyOptions{probe_roots(config_.sysfs_root, config_.procfs_root), config_.measure_topology});
+    if (lead_ && !config_.quiet) write_topology_summary(topology, std::cout);
+    if (lead_) result_.topology = std::move(topology);
   }
-  if (config.command == Command::topo) {
-    if (!lead) return exit_ok;
-    result.complete = true;
-    save(config, result, started);
-    return exit_ok;
-  }
-  if (lead) save(config, result, started);  // a valid (empty, incomplete) file from the start
 
-  TableWriter table(std::cout);
-  const bool progress_wanted = config.progress == ProgressChoice::on ||
-                               (config.progress == ProgressChoice::automatic && isatty(STDERR_FILENO) != 0);
-  Progress progress(lead && !config.quiet && progress_wanted);
-  SweepListener listener;
-  listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
-    progress.update(r, done, total);
-  };
-  listener.on_point = [&](std::span<const SweepRecord> records) {
+  void sweep() {
+    Progress progress(lead_ && !config_.quiet && progress_wanted(config_));
+    SweepListener listener;
+    listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
+      progress.update(r, done, total);
+    };
+    listener.on_point = [this, &progress](std::span<const SweepRecord> records) {
+      progress.clear();
+      if (!config_.quiet) table_.point(records);
+      for (const SweepRecord& r : records) {
+        result_.records.push_back(r);
+        if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
+      }
+    };
+    listener.on_op_done = [this](Op) { save(config_, result_, started_); };
+    run_sweep(config_, *transport_, world_, listener);
     progress.clear();
-    if (!config.quiet) table.point(records);
-    for (const SweepRecord& r : records) {
-      result.records.push_back(r);
-      if (r.timing && r.timing->wrong) result.wrong_total += *r.timing->wrong;
-    }
-  };
-  listener.on_op_done = [&](Op) { save(config, result, started); };
+  }
 
-  const bool multi_node = layout.nodes > 1;
-  const bool sweep = config.command == Command::sweep || config.command == Command::run;
-  const bool ladder = config.command == Command::scale || (config.command == Command::run && multi_node);
-  const bool pairs = config.command == Command::p2p ||
-                     (config.command == Command::run && (multi_node || layout.ranks_per_node.front() > 1));
-  if (sweep) run_sweep(config, *transport, world, listener);
-  progress.clear();
-  if (ladder) {
+  void ladder() {
     // The NIC-bound ceiling needs the line rate: given, or from the topology
     // rank 0 gathered (every rank gets it, though only rank 0 analyses).
-    RunConfig ladder_config = config;
+    RunConfig ladder_config = config_;
     if (!ladder_config.scale.nic_gbit_per_node) {
       std::optional<double> known;
-      if (lead && result.topology) known = network_gbit_per_node(*result.topology);
-      const double rate = world.broadcast_value(known.value_or(0.0), 0);
+      if (lead_ && result_.topology) known = network_gbit_per_node(*result_.topology);
+      const double rate = world_.broadcast_value(known.value_or(0.0), 0);
       if (rate > 0) ladder_config.scale.nic_gbit_per_node = rate;
     }
-    ScaleResult scaling = run_ladder(ladder_config, *transport, world, layout);
-    if (lead) {
-      for (const LevelResult& l : scaling.levels)
-        for (const GroupResult& g : l.groups) result.wrong_total += g.wrong;
-      if (!config.quiet) write_ladder(scaling, std::cout);
-      result.scaling = std::move(scaling);
-      save(config, result, started);
+    ScaleResult scaling = run_ladder(ladder_config, *transport_, world_, layout_);
+    if (!lead_) return;
+    for (const LevelResult& l : scaling.levels)
+      for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
+    if (!config_.quiet) write_ladder(scaling, std::cout);
+    result_.scaling = std::move(scaling);
+    save(config_, result_, started_);
+  }
+
+  void pairs() {
+    PairsResult matrix = run_pairs(config_, *transport_, world_, layout_);
+    if (!lead_) return;
+    result_.wrong_total += matrix.wrong;
+    result_.findings = find_outliers(matrix.nodes, matrix.hosts,
+                                     OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
+    if (!config_.quiet) {
+      write_pairs(matrix, result_.findings, std::cout);
+    } else {
+      for (const Finding& f : result_.findings) std::cout << "# " << f.message << '\n';
     }
+    result_.pairs = std::move(matrix);
+    save(config_, result_, started_);
   }
-  if (pairs) {
-    PairsResult matrix = run_pairs(config, *transport, world, layout);
-    if (lead) {
-      result.wrong_total += matrix.wrong;
-      result.findings = find_outliers(matrix.nodes, matrix.hosts,
-                                      OutlierThresholds{config.pairs.outlier_mads, config.pairs.outlier_drop});
-      if (!config.quiet) {
-        write_pairs(matrix, result.findings, std::cout);
-      } else {
-        for (const Finding& f : result.findings) std::cout << "# " << f.message << '\n';
-      }
-      result.pairs = std::move(matrix);
-      save(config, result, started);
+
+  // Rank 0: the complete result on disk.
+  void finish() {
+    result_.complete = true;
+    save(config_, result_, started_);
+  }
+
+  // Rank 0: the verdicts asked for, then the data check, which wins.
+  int judge() {
+    const int judged = judge_run(config_, result_);
+    if (!data_ok(result_)) {
+      std::cerr << fmt::format("fabricbench: {} wrong elements: the data check failed\n", result_.wrong_total);
+      return exit_failed;
     }
+    return judged;
   }
-  if (!lead) return exit_ok;
-  result.complete = true;
-  save(config, result, started);
-  if (sweep) table.summary(result);
-  const int judged = judge_run(config, result);
-  if (!data_ok(result)) {
-    std::cerr << fmt::format("fabricbench: {} wrong elements: the data check failed\n", result.wrong_total);
-    return exit_failed;
-  }
-  return judged;
-}
+
+  const RunConfig& config_;
+  const Comm& world_;
+  const bool lead_ = world_.rank() == 0;
+  const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  Layout layout_;
+  std::unique_ptr<Transport> transport_;
+  RunResult result_;
+  TableWriter table_{std::cout};
+};
+
+int execute(const RunConfig& config, const Comm& world) { return RunPipeline(config, world).run(); }
 
 }  // namespace
 
@@ -280,19 +334,6 @@ int launcher_rank() {
     if (const char* value = std::getenv(key)) return std::atoi(value);
   }
   return 0;
-}
-
-std::unique_ptr<Transport> make_transport(TransportChoice choice, const Comm& comm) {
-  if (choice == TransportChoice::nccl)
-    throw UsageError(
-        "--transport nccl: this build has no NCCL transport (built without CUDA and NCCL); "
-        "use --transport mpi");
-#if FABRICBENCH_HAVE_MPI
-  return std::make_unique<MpiTransport>(comm);
-#else
-  (void)comm;
-  throw UsageError("no transport: this build has neither MPI nor NCCL (configure with FABRICBENCH_MPI=ON)");
-#endif
 }
 
 void validate_for_transport(const RunConfig& config, const Transport& transport) {
@@ -318,18 +359,11 @@ int run_measurements(int* argc, char*** argv, const RunConfig& config) {
   }
   const MpiSession session(argc, argv);
   const Comm world = Comm::world();
-  const bool lead = world.rank() == 0;
-  try {
-    return execute(config, world);
-  } catch (const UsageError& e) {
-    // Raised on every rank alike; one line from rank 0.
-    if (lead) std::cerr << "fabricbench: error: " << e.what() << '\n';
-    return exit_usage;
-  } catch (const std::exception& e) {
-    std::cerr << fmt::format("fabricbench: error on {} rank {}: {}\n", this_hostname(), world.rank(), e.what());
-    if (world.size() > 1) world.abort(exit_error);
-    return exit_error;
-  }
+  return run_guarded(
+      [&] { return execute(config, world); },
+      Guard{world.rank() == 0, fmt::format("{} rank {}", this_hostname(), world.rank()), [&world](const std::string&) {
+              if (world.size() > 1) world.abort(exit_error);
+            }});
 }
 
 }  // namespace fabricbench

@@ -8,7 +8,7 @@
 
 #include <fmt/format.h>
 
-#include "fabricbench/app/app.hpp"
+#include "fabricbench/app/exit_status.hpp"
 #include "fabricbench/comm/local_comm.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/transport/cuda/device_select.hpp"
@@ -36,7 +36,11 @@ std::chrono::milliseconds timeout_of(const RunConfig& config) {
 std::unique_ptr<Transport> host_transport(const Comm& world) {
   if (is_local_group(world))
     throw UsageError("--transport mpi needs mpirun; without a launcher only the nccl transport runs");
-  return make_transport(TransportChoice::mpi, world);
+#if FABRICBENCH_HAVE_MPI
+  return std::make_unique<MpiTransport>(world);
+#else
+  throw UsageError("no transport: this build has neither MPI nor NCCL (configure with FABRICBENCH_MPI=ON)");
+#endif
 }
 
 #if FABRICBENCH_HAVE_CUDA
@@ -104,30 +108,21 @@ std::unique_ptr<Transport> make_transport_for(const RunConfig& config, const Com
   return host_transport(world);
 #else
   (void)layout;
-  if (config.transport == TransportChoice::nccl) return make_transport(TransportChoice::nccl, world);
+  if (config.transport == TransportChoice::nccl)
+    throw UsageError(
+        "--transport nccl: this build has no NCCL transport (built without CUDA and NCCL); "
+        "use --transport mpi");
   return host_transport(world);
 #endif
 }
 
 GpuRecord gather_gpu_record(const Transport& transport, const Comm& world) {
   GpuRecord record;
-#if FABRICBENCH_HAVE_CUDA
-  const auto* nccl = dynamic_cast<const NcclTransport*>(&transport);
-  if (nccl == nullptr) return record;
-  const GpuDescription& g = nccl->gpu();
-  record.devices =
-      world.allgather(fmt::format("rank {}: {} GPU {} {} {} {} (compute {}.{})", world.rank(), this_hostname(), g.index,
-                                  g.name, g.pci_bus_id, g.uuid, g.cc_major, g.cc_minor));
-  record.libraries["cuda_driver"] = cuda_driver_version();
-  record.libraries["cuda_runtime"] = cuda_runtime_version();
-  record.libraries["nccl_runtime"] = nccl_runtime_version();
-  record.libraries["nccl_algorithm_protocol"] =
-      "not recorded: NCCL reports its per-op algorithm and protocol only in its debug log; run with "
-      "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING to see them";
-#else
-  (void)transport;
-  (void)world;
-#endif
+  // Every rank runs the same kind of transport, so all or none gather.
+  const std::optional<std::string> device = transport.device_text();
+  if (!device) return record;
+  record.devices = world.allgather(fmt::format("rank {}: {}", world.rank(), *device));
+  record.libraries = transport.libraries();
   return record;
 }
 
@@ -141,26 +136,20 @@ int run_local_group(const RunConfig& config, const std::function<int(const Comm&
   // (which names the op) fires first.
   const auto timeout = timeout_of(config) * 2 + std::chrono::seconds(60);
   const auto guarded = [&body](const Comm& comm) {
-    try {
-      return body(comm);
-    } catch (const UsageError& e) {
-      if (comm.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << '\n';
-      return exit_usage;
-    } catch (const std::exception& e) {
-      std::cerr << fmt::format("fabricbench: error on {} rank {}: {}\n", this_hostname(), comm.rank(), e.what());
-      fail_group(comm, fmt::format("rank {} failed: {}", comm.rank(), e.what()));
-      return exit_error;
-    }
+    return run_guarded([&] { return body(comm); },
+                       Guard{comm.rank() == 0, fmt::format("{} rank {}", this_hostname(), comm.rank()),
+                             [&comm](const std::string& message) {
+                               fail_group(comm, fmt::format("rank {} failed: {}", comm.rank(), message));
+                             }});
   };
   if (config.gpu.gpus == 0) {
-    std::optional<Comm> mine;
-    try {
-      mine = file_comm_from_environment(timeout);
-    } catch (const UsageError& e) {
-      std::cerr << "fabricbench: error: " << e.what() << '\n';
-      return exit_usage;
-    }
-    return guarded(*mine);
+    // A bad bootstrap folder is a usage error of this process alone.
+    return run_guarded(
+        [&] {
+          const std::optional<Comm> mine = file_comm_from_environment(timeout);
+          return guarded(*mine);
+        },
+        Guard{});
   }
   if (std::getenv("FABRICBENCH_BOOTSTRAP") != nullptr) {  // NOLINT(concurrency-mt-unsafe)
     std::cerr << "fabricbench: error: --gpus and FABRICBENCH_BOOTSTRAP cannot be combined\n";

@@ -1,9 +1,6 @@
 #pragma once
 // The commands behind main(): everything after the command line is parsed.
 
-#include <memory>
-
-#include "fabricbench/comm/comm.hpp"
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/core/exit_codes.hpp"
 #include "fabricbench/transport/transport.hpp"
@@ -13,10 +10,6 @@ namespace fabricbench {
 // The world rank the launcher gave this process (Open MPI, PMIx, PMI, Slurm),
 // readable before MPI is initialized; 0 when not launched by one.
 int launcher_rank();
-
-// The transport the config asks for, on `comm`. Throws UsageError when it
-// is not built in or cannot run here.
-std::unique_ptr<Transport> make_transport(TransportChoice choice, const Comm& comm);
 
 // Throws UsageError when the transport cannot run a requested dtype or redop.
 void validate_for_transport(const RunConfig& config, const Transport& transport);

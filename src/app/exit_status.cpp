@@ -1,0 +1,28 @@
+#include "fabricbench/app/exit_status.hpp"
+
+#include <exception>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/error.hpp"
+
+namespace fabricbench {
+
+int run_guarded(const std::function<int()>& body, const Guard& guard) {
+  try {
+    return body();
+  } catch (const UsageError& e) {
+    if (guard.lead) std::cerr << "fabricbench: error: " << e.what() << '\n';
+    return exit_usage;
+  } catch (const std::exception& e) {
+    if (guard.where.empty())
+      std::cerr << fmt::format("fabricbench: error: {}\n", e.what());
+    else
+      std::cerr << fmt::format("fabricbench: error on {}: {}\n", guard.where, e.what());
+    if (guard.on_error) guard.on_error(e.what());
+    return exit_error;
+  }
+}
+
+}  // namespace fabricbench
