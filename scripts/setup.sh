@@ -8,6 +8,7 @@ packages=(
   openmpi-bin libopenmpi-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
   python3 python3-jsonschema
+  clang-format-14 clang-tidy-14
   chromium
   iproute2 util-linux procps
 )

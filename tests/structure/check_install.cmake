@@ -1,0 +1,19 @@
+# Installs the build into a scratch prefix and checks the binary, the schema
+# and the reference data land where GNUInstallDirs puts them.
+# -DBUILD_DIR=<build tree> -DPREFIX=<scratch prefix> -DBINDIR=bin -DDATADIR=share
+file(REMOVE_RECURSE ${PREFIX})
+execute_process(COMMAND ${CMAKE_COMMAND} --install ${BUILD_DIR} --prefix ${PREFIX} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "cmake --install failed")
+endif()
+foreach(file ${BINDIR}/fabricbench ${DATADIR}/fabricbench/result.schema.json ${DATADIR}/fabricbench/expectations.json
+        include/fabricbench/core/types.hpp)
+  if(NOT EXISTS ${PREFIX}/${file})
+    message(FATAL_ERROR "not installed: ${file}")
+  endif()
+endforeach()
+file(GLOB_RECURSE details ${PREFIX}/include/*/detail/*)
+if(details)
+  message(FATAL_ERROR "internal headers installed: ${details}")
+endif()
+message(STATUS "installed: ${BINDIR}/fabricbench, ${DATADIR}/fabricbench/{result.schema.json,expectations.json}, headers")

@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Checks that every #include of a fabricbench header respects the layers.
+
+The layers, lowest first: core, comm, transport, topology, engine, model,
+analysis, output, app. A file of one layer (include/fabricbench/<layer>/...,
+src/<layer>/...) may include headers of its own layer and of the layers
+below, never of a layer above, and never another layer's detail/ folder.
+Inside transport, the seam (transport/*.hpp) knows none of its backends,
+cuda/ knows only the seam, nccl/ the seam and cuda/, mpi/ only the seam.
+kernels/*.cu belong to transport/cuda; src/main.cpp to app.
+
+Usage: check_layers.py ROOT   (prints one line per bad include, exits 1 if any)
+"""
+import pathlib
+import re
+import sys
+
+LAYERS = ["core", "comm", "transport", "topology", "engine", "model", "analysis", "output", "app"]
+RANK = {name: i for i, name in enumerate(LAYERS)}
+# Within transport: which parts each part may include.
+TRANSPORT_PARTS = {"": {""}, "cuda": {"", "cuda"}, "nccl": {"", "cuda", "nccl"}, "mpi": {"", "mpi"}}
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](fabricbench/[^">]+)[">]')
+SOURCES = ("*.hpp", "*.cpp", "*.h", "*.cu", "*.cuh", "*.in")
+
+
+def place(parts):
+    """(layer, transport part) of a path below include/fabricbench or src, or None."""
+    if len(parts) < 2 or parts[0] not in RANK:
+        return None
+    part = ""
+    if parts[0] == "transport" and len(parts) > 2 and parts[1] in TRANSPORT_PARTS:
+        part = parts[1]
+    return parts[0], part
+
+
+def owner(root, path):
+    rel = path.relative_to(root).parts
+    if rel[:2] == ("include", "fabricbench"):
+        return place(rel[2:])
+    if rel[0] == "src":
+        if rel[1:] == ("main.cpp",):
+            return "app", ""
+        return place(rel[1:])
+    if rel[0] == "kernels":
+        return "transport", "cuda"
+    return None
+
+
+def check(root):
+    problems = []
+    files = []
+    for top in ("include", "src", "kernels"):
+        for pattern in SOURCES:
+            files.extend((root / top).rglob(pattern))
+    for path in sorted(set(files)):
+        who = owner(root, path)
+        rel = path.relative_to(root).as_posix()
+        if who is None:
+            problems.append(f"{rel}: is in no layer (expected include/fabricbench/<layer>/ or src/<layer>/)")
+            continue
+        layer, part = who
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            match = INCLUDE.match(line)
+            if not match:
+                continue
+            header = match.group(1)
+            target = place(header.split("/")[1:])
+            where = f"{rel}:{number}: includes {header}"
+            if target is None:
+                problems.append(f"{where}: a header in no layer")
+                continue
+            to_layer, to_part = target
+            if RANK[to_layer] > RANK[layer]:
+                problems.append(f"{where}: goes up from {layer} to {to_layer}")
+            elif to_layer != layer and "/detail/" in header:
+                problems.append(f"{where}: reaches into the detail/ of {to_layer} from {layer}")
+            elif to_layer == "transport" == layer and to_part not in TRANSPORT_PARTS[part]:
+                problems.append(f"{where}: transport/{part or '(seam)'} may not include transport/{to_part or '(seam)'}")
+    return problems
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__.strip().splitlines()[-1], file=sys.stderr)
+        return 2
+    root = pathlib.Path(sys.argv[1]).resolve()
+    problems = check(root)
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} include(s) break the layers", file=sys.stderr)
+        return 1
+    print("every include respects the layers")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
