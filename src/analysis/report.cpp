@@ -12,7 +12,6 @@
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/exit_codes.hpp"
 #include "fabricbench/core/sizes.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
 
 namespace fabricbench {
 namespace {

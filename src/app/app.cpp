@@ -23,10 +23,10 @@
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_probe.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 

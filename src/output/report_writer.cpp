@@ -8,8 +8,8 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
 
 namespace fabricbench {
 namespace {

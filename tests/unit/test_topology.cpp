@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "../topology/fixture_tree.hpp"
+#include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"

@@ -1,8 +1,6 @@
 #pragma once
-// Topology writers: the JSON "topology" section (and its reading back, which
-// gathering uses) and the one-screen human summary. They only format.
-
-#include <iosfwd>
+// The JSON "topology" section and its reading back, which gathering uses.
+// The human summary is output/topology_summary.hpp.
 
 #include <nlohmann/json.hpp>
 
@@ -14,9 +12,5 @@ nlohmann::ordered_json node_to_json(const NodeTopology& node);
 // The inverse of node_to_json; missing or mistyped members stay unknown.
 NodeTopology node_from_json(const nlohmann::json& j);
 nlohmann::ordered_json topology_to_json(const ClusterTopology& cluster);
-
-// The human summary: cluster header, each configuration with the facts of
-// its first node, then the anomalies.
-void write_topology_summary(const ClusterTopology& cluster, std::ostream& out);
 
 }  // namespace fabricbench

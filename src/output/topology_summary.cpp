@@ -1,0 +1,126 @@
+#include "fabricbench/output/topology_summary.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fabricbench/topology/topology_analysis.hpp"
+
+namespace fabricbench {
+namespace {
+
+std::string or_unknown(const std::optional<std::string>& v) { return v.value_or("unknown"); }
+
+template <typename T>
+std::string num_or_unknown(const std::optional<T>& v) {
+  return v ? fmt::format("{}", *v) : std::string("unknown");
+}
+
+std::string gbs(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); }
+
+std::string gib(std::uint64_t bytes) { return fmt::format("{:.1f} GiB", static_cast<double>(bytes) / (1ULL << 30)); }
+
+void write_node(const NodeTopology& n, std::ostream& out) {
+  const HostInfo& h = n.host;
+  // "1 socket", "2 sockets", "unknown sockets".
+  const auto counted = [](const std::optional<int>& v, const char* noun) {
+    return fmt::format("{} {}{}", num_or_unknown(v), noun, v && *v == 1 ? "" : "s");
+  };
+  out << fmt::format("  host {}: {}, {}, {}, {}, {}, {}\n", h.hostname, or_unknown(h.cpu_model),
+                     counted(h.sockets, "socket"), counted(h.cores, "core"), counted(h.threads, "thread"),
+                     h.memory_bytes ? gib(*h.memory_bytes) : "memory unknown", counted(h.numa_nodes, "NUMA node"));
+  out << fmt::format("  {}, kernel {}, GPU driver {}\n", h.os.value_or("OS unknown"), or_unknown(h.kernel),
+                     or_unknown(h.gpu_driver));
+  if (!n.gpu_status.empty()) out << "  " << n.gpu_status << '\n';
+  if (!n.gpus.empty()) {
+    out << fmt::format("  {:<4} {:<13} {:<26} {:>5} {:<17} {:<14} {:>6} {:>6} {:>6}\n", "GPU", "PCI", "name", "NUMA",
+                       "PCIe now/max", "nearest NIC", "H2D", "D2H", "local");
+    for (std::size_t i = 0; i < n.gpus.size(); ++i) {
+      const GpuInfo& g = n.gpus[i];
+      const PcieLink& p = g.pcie;
+      std::string nic = "-";
+      if (i < n.nearest_nic.size() && n.nearest_nic[i].nic)
+        nic = fmt::format("{} {}", *n.nearest_nic[i].nic, n.nearest_nic[i].path ? label(*n.nearest_nic[i].path) : "?");
+      const auto gen = [](std::optional<int> v) { return v ? std::to_string(*v) : std::string("?"); };
+      out << fmt::format("  {:<4} {:<13} {:<26} {:>5} {:<17} {:<14} {:>6} {:>6} {:>6}\n",
+                         g.index ? std::to_string(*g.index) : fmt::format("({})", i), g.pci_bus_id,
+                         g.name.value_or("unknown").substr(0, 26), g.numa_node ? std::to_string(*g.numa_node) : "?",
+                         fmt::format("Gen{} x{}/Gen{} x{}", gen(p.current_gen), gen(p.current_width), gen(p.max_gen),
+                                     gen(p.max_width)),
+                         nic, gbs(g.h2d_gbs), gbs(g.d2h_gbs), gbs(g.local_copy_gbs));
+    }
+    if (!n.method.empty()) out << "  bandwidths in GB/s: " << n.method << '\n';
+    // The matrix, as nvidia-smi topo -m lays it out.
+    out << fmt::format("  {:<6}", "");
+    for (std::size_t j = 0; j < n.gpus.size(); ++j) out << fmt::format(" {:>5}", fmt::format("GPU{}", j));
+    for (const NicInfo& nic : n.nics)
+      out << fmt::format(" {:>{}}", nic.name, std::max<std::size_t>(nic.name.size(), 4));
+    out << '\n';
+    for (std::size_t i = 0; i < n.gpus.size(); ++i) {
+      out << fmt::format("  {:<6}", fmt::format("GPU{}", i));
+      for (std::size_t j = 0; j < n.gpus.size(); ++j)
+        out << fmt::format(" {:>5}", i < n.gpu_matrix.size() && j < n.gpu_matrix[i].size() ? n.gpu_matrix[i][j] : "?");
+      for (std::size_t k = 0; k < n.nics.size(); ++k)
+        out << fmt::format(" {:>{}}", i < n.nic_matrix.size() && k < n.nic_matrix[i].size() ? n.nic_matrix[i][k] : "?",
+                           std::max<std::size_t>(n.nics[k].name.size(), 4));
+      out << '\n';
+    }
+  }
+  if (n.nics.empty()) out << "  no NIC found\n";
+  for (const NicInfo& nic : n.nics) {
+    std::string detail;
+    if (!nic.ports.empty()) {
+      std::vector<std::string> ports;
+      for (const NicPort& p : nic.ports)
+        ports.push_back(fmt::format("port {} {} {}", p.port, p.state.value_or("unknown"),
+                                    p.rate_gbps ? fmt::format("{:g} Gb/s", *p.rate_gbps) : "rate unknown"));
+      detail = fmt::format("{}, fw {}", fmt::join(ports, ", "), or_unknown(nic.firmware));
+    } else {
+      detail = fmt::format("{} {}, mtu {}", nic.operstate.value_or("state unknown"),
+                           nic.speed_gbps ? fmt::format("{:g} Gb/s", *nic.speed_gbps) : "speed unknown",
+                           num_or_unknown(nic.mtu));
+    }
+    out << fmt::format("  {:<14} {:<10} {:<13} {:<7} {}\n", nic.name, nic.kind, nic.pci_address.value_or(nic.bus),
+                       nic.numa_node ? fmt::format("NUMA {}", *nic.numa_node) : "NUMA ?", detail);
+  }
+  out << fmt::format("  GPUDirect RDMA: {}{}\n", n.gpudirect.status,
+                     n.gpudirect.module ? fmt::format(" ({})", *n.gpudirect.module) : "");
+  if (!n.notes.empty())
+    out << fmt::format("  {} fact{} unknown or odd; the JSON lists why\n", n.notes.size(),
+                       n.notes.size() == 1 ? "" : "s");
+}
+
+}  // namespace
+
+void write_topology_summary(const ClusterTopology& cluster, std::ostream& out) {
+  out << fmt::format("# topology: {} node{}, {} configuration{}\n", cluster.nodes.size(),
+                     cluster.nodes.size() == 1 ? "" : "s", cluster.groups.size(),
+                     cluster.groups.size() == 1 ? "" : "s");
+  for (std::size_t g = 0; g < cluster.groups.size(); ++g) {
+    const NodeGroup& group = cluster.groups[g];
+    out << fmt::format("configuration {} ({} node{}: {})\n  {}\n", g + 1, group.hosts.size(),
+                       group.hosts.size() == 1 ? "" : "s", fmt::join(group.hosts, ", "), group.signature);
+    // The first node stands for its configuration; the others are the same.
+    for (const NodeTopology& n : cluster.nodes) {
+      if (!group.hosts.empty() && n.host.hostname == group.hosts.front()) {
+        write_node(n, out);
+        break;
+      }
+    }
+  }
+  if (cluster.anomalies.empty()) {
+    out << "no anomalies\n";
+  } else {
+    out << fmt::format("anomalies ({}):\n", cluster.anomalies.size());
+    for (const Anomaly& a : cluster.anomalies)
+      out << fmt::format("  {}{}{}: {}: {}\n", a.host, a.device.empty() ? "" : " ", a.device, a.kind, a.detail);
+  }
+  for (const std::string& note : cluster.notes) out << "note: " << note << '\n';
+}
+
+}  // namespace fabricbench
