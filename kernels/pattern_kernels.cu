@@ -1,5 +1,5 @@
-// Pattern fill and verify kernels. The values come from fabricbench/pattern_values.hpp,
-// which a host test pins to src/pattern.cpp; the element conversions below are
+// Pattern fill and verify kernels. The values come from fabricbench/transport/pattern_values.hpp,
+// which a host test pins to src/transport/pattern.cpp; the element conversions below are
 // exact because every pattern value is a small integer.
 
 #include <cuda_bf16.h>

@@ -1,7 +1,7 @@
 #pragma once
 // The data pattern's values as plain integer arithmetic that compiles for the
 // host and the device alike: the one definition of what every rank sends and
-// what every correct result holds. src/pattern.cpp builds the host fill and
+// what every correct result holds. src/transport/pattern.cpp builds the host fill and
 // check on it; the fill and verify kernels use it directly.
 
 #include <cstddef>

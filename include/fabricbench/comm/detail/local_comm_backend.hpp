@@ -1,5 +1,5 @@
 #pragma once
-// Private to src/: the interface behind the non-MPI groups of local_comm.hpp.
+// comm's internals: the interface behind the non-MPI groups of local_comm.hpp.
 // One primitive, an all-gather of byte strings, carries every collective of
 // Comm; it is small-value coordination, so simplicity wins over speed.
 
