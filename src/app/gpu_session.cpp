@@ -22,13 +22,6 @@
 namespace fabricbench {
 namespace {
 
-// The first non-empty message of any rank, on every rank: usage errors are
-// raised everywhere alike so the whole job exits 2 together.
-void agree_on_error(const Comm& world, const std::string& mine) {
-  for (const std::string& m : world.allgather(mine))
-    if (!m.empty()) throw UsageError(m);
-}
-
 std::chrono::milliseconds timeout_of(const RunConfig& config) {
   return std::chrono::milliseconds(static_cast<std::int64_t>(config.gpu.timeout_s * 1000.0));
 }
@@ -44,6 +37,13 @@ std::unique_ptr<Transport> host_transport(const Comm& world) {
 }
 
 #if FABRICBENCH_HAVE_CUDA
+// The first non-empty message of any rank, on every rank: usage errors are
+// raised everywhere alike so the whole job exits 2 together.
+void agree_on_error(const Comm& world, const std::string& mine) {
+  for (const std::string& m : world.allgather(mine))
+    if (!m.empty()) throw UsageError(m);
+}
+
 std::unique_ptr<Transport> start_nccl(const RunConfig& config, const Comm& world, const Layout& layout, int visible) {
   DeviceSelectionInput in;
   in.group_local_rank = layout.local_rank;
