@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages fabricbench needs to build and test.
 # Idempotent: installs only what is missing. Needs root (or sudo).
+#
+#   scripts/setup.sh          what building and running needs (the quick start)
+#   scripts/setup.sh --test   also what only the test suite uses
 set -euo pipefail
 
 packages=(
@@ -11,6 +14,19 @@ packages=(
   chromium
   iproute2 util-linux procps
 )
+
+# Test-only: a single-node Slurm cluster (tests/system/test_slurm.py), the
+# Debian package's build, install and man page (tests/system/test_package.py).
+test_packages=(
+  slurmctld slurmd slurm-client munge
+  dpkg-dev file man-db binutils
+)
+
+case "${1:-}" in
+  --test) packages+=("${test_packages[@]}") ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
