@@ -40,19 +40,22 @@ endif()
 # Debian package ---------------------------------------------------------------
 set(CPACK_PACKAGE_NAME fabricbench)
 set(CPACK_PACKAGE_VENDOR "fabricbench")
-set(CPACK_PACKAGE_CONTACT "fabricbench maintainers <fabricbench@localhost>")
+# The Maintainer field; set -DCPACK_PACKAGE_CONTACT="Name <address>" for a real one.
+if(NOT CPACK_PACKAGE_CONTACT)
+  set(CPACK_PACKAGE_CONTACT "fabricbench maintainers <fabricbench@localhost>")
+endif()
 set(CPACK_PACKAGE_DESCRIPTION_SUMMARY "GPU cluster interconnect benchmark (NCCL and MPI collectives)")
 set(CPACK_PACKAGE_DESCRIPTION
-    "fabricbench measures collective and point-to-point bandwidth across the nodes of a cluster,
-a scaling ladder and a node-pair matrix that names slow nodes and links, and writes
-JSON and CSV results; launched with mpirun or srun, one rank per GPU.")
+    "fabricbench measures collective and point-to-point bandwidth across the
+nodes of a cluster, a scaling ladder and a node-pair matrix that names slow
+nodes and links, and writes JSON and CSV results. It is launched with mpirun
+or srun, one rank per GPU; without GPUs it runs on MPI over host memory.")
 set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
 set(CPACK_RESOURCE_FILE_LICENSE ${PROJECT_SOURCE_DIR}/LICENSE)
 set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
 set(CPACK_STRIP_FILES TRUE)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
-set(CPACK_DEBIAN_PACKAGE_HOMEPAGE "https://github.com/fabricbench/fabricbench")
 # Library dependencies come from dpkg-shlibdeps, which maps each library the
 # binary needs to the package that ships it (libopenmpi3, libfmt9, libstdc++6,
 # ...). mpirun is a program, not a library, so Open MPI's launcher is named
@@ -69,10 +72,11 @@ if(FABRICBENCH_HAVE_CUDA)
   # about them: their folders count as private, and the package says in its
   # description which versions it needs instead of depending on a package name.
   get_filename_component(_fb_nccl_dir "${NCCL_LIBRARY}" DIRECTORY)
-  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${CUDAToolkit_LIBRARY_DIR} ${_fb_nccl_dir})
-  string(APPEND CPACK_PACKAGE_DESCRIPTION
-         "\nBuilt with the NCCL transport: needs the CUDA runtime ${CUDAToolkit_VERSION_MAJOR}
-and NCCL 2 on the library path (or in the folders the binary was linked against).")
+  get_filename_component(_fb_cudart_dir "${CUDA_cudart_LIBRARY}" DIRECTORY)
+  set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${_fb_cudart_dir} ${CUDAToolkit_LIBRARY_DIR} ${_fb_nccl_dir})
+  string(APPEND CPACK_PACKAGE_DESCRIPTION "
+Built with the NCCL transport: needs the CUDA runtime ${CUDAToolkit_VERSION_MAJOR} and NCCL 2
+on the library path or in the folders the binary was linked against.")
 endif()
 
 include(CPack)

@@ -4,7 +4,8 @@
 Builds the .deb with `cpack -G DEB` from the build tree, checks that its
 Depends names the package of every library the binary loads (a library no
 package owns, such as a CUDA runtime from NVIDIA's installer, must sit in
-the binary's RUNPATH instead) and Open MPI's launcher, installs it with
+the binary's RUNPATH instead) and Open MPI's launcher, that apt resolves
+everything it needs on a machine with nothing installed, installs it with
 apt-get, runs the installed `fabricbench version` and a 2-rank smoke run
 under mpirun whose JSON validates against the installed schema, reads the
 installed man page, then removes the package and checks nothing is left.
@@ -116,6 +117,21 @@ class Package(unittest.TestCase):
                               f"{lib} ({resolved[lib]}) belongs to no package and is not in the RUNPATH")
             else:
                 self.assertIn(package, depends, f"{lib} comes from {package}, which Depends lacks")
+
+    def test_2b_resolves_on_an_empty_system(self):
+        # apt's simulation against an empty dpkg status: what installing the
+        # package on a machine with nothing installed would take, resolved from
+        # the distribution's archive.
+        policy = run("apt-cache", "policy", "libopenmpi3").stdout
+        if "Candidate: (none)" in policy or "Candidate:" not in policy:
+            self.skipTest("apt has no package lists (apt-get update) to resolve dependencies against")
+        status = os.path.join(self.dir.name, "empty-status")
+        open(status, "w", encoding="utf-8").close()
+        proc = run("apt-get", "-s", "-o", f"Dir::State::status={status}", "install", self.deb, check=False)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        installs = set(re.findall(r"^Inst (\S+)", proc.stdout, re.M))
+        for package in ("fabricbench", "openmpi-bin", "libopenmpi3", "libfmt9", "libstdc++6"):
+            self.assertIn(package, installs)
 
     def test_3_install_run_remove(self):
         if installed("fabricbench"):
