@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs the Debian packages fabricbench needs to build and test.
 # Idempotent: installs only what is missing. Needs root (or sudo).
+#
+#   scripts/setup.sh          what building and running needs (the quick start)
+#   scripts/setup.sh --test   also what only the test suite uses
 set -euo pipefail
 
 packages=(
@@ -8,10 +11,24 @@ packages=(
   openmpi-bin libopenmpi-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
   python3 python3-jsonschema
-  clang-format-14 clang-tidy-14
   chromium
   iproute2 util-linux procps
 )
+
+# Test-only: a single-node Slurm cluster (tests/system/test_slurm.py), the
+# Debian package's build, install and man page (tests/system/test_package.py);
+# clang-format for the format check, clang-tidy for scripts/clang-tidy.sh.
+test_packages=(
+  clang-format-14 clang-tidy-14
+  slurmctld slurmd slurm-client munge
+  dpkg-dev file man-db binutils
+)
+
+case "${1:-}" in
+  --test) packages+=("${test_packages[@]}") ;;
+  "") ;;
+  *) echo "usage: scripts/setup.sh [--test]" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do
