@@ -364,7 +364,13 @@ bool NcclTransport::enqueue_batch(const OpSpec& spec, int iters, bool per_iterat
   volatile int* flags = hold_flags_.host();
   int limit = held_iteration_limit(spec.op, size_, per_iteration);
   if (hold_limit_ > 0) limit = std::min(limit, hold_limit_);
-  const bool held = hold_allowed_ && (graph != nullptr || iters <= limit);
+  // The first batch of a new operation, size or placement (the sweep's
+  // warm-up) is not held: NCCL connects lazily on first use, and its
+  // connection setup may wait on work queued behind the hold.
+  const TimedKind kind{spec.op, spec.dtype, spec.placement, spec.counts.bytes};
+  const bool first = !last_timed_ || !(*last_timed_ == kind);
+  last_timed_ = kind;
+  const bool held = hold_allowed_ && !first && (graph != nullptr || iters <= limit);
   flags[0] = 0;
   flags[1] = 0;
   // Released on every way out of this scope, errors included.

@@ -29,8 +29,10 @@
 // nccl-tests, which never holds). A watchdog releases a hold that the host
 // has not released within a few seconds (a launch blocked after all, a rank
 // late at the barrier); the batch is then measured again, on every rank.
-// Under CUDA_LAUNCH_BLOCKING=1 there is no hold at all. Graph batches always
-// fit. Every path out of a batch, errors included, releases the hold.
+// Under CUDA_LAUNCH_BLOCKING=1 there is no hold at all, nor for the first
+// batch of a new operation, size or placement (the sweep's warm-up, during
+// which NCCL makes its connections). Graph batches always fit. Every path
+// out of a batch, errors included, releases the hold.
 //
 // In place, send/recv and all-to-all read and write one buffer. The
 // correctness check stages the input into the send buffer first (NCCL's
@@ -113,6 +115,15 @@ class NcclTransport final : public Transport {
   GpuDescription gpu_;
   bool hold_allowed_ = true;
   int hold_limit_ = 0;  // a lower bound learnt from a watchdog release; 0: none
+  // What the last timed batch ran: the first batch of anything else is not held.
+  struct TimedKind {
+    Op op;
+    DType dtype;
+    Placement placement;
+    std::size_t bytes;
+    bool operator==(const TimedKind&) const = default;
+  };
+  std::optional<TimedKind> last_timed_;
   // Filled by NCCL when a split finishes, on its own thread: it must outlive
   // every wait, including one that ends in a timeout.
   ncclComm_t split_slot_ = nullptr;
