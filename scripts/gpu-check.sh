@@ -1,103 +1,425 @@
 #!/usr/bin/env bash
-# One GPU check for a bare machine with CUDA, cmake and ninja (no MPI, no
-# packages, no network), given the .carry/ folder made by scripts/gpu-prepare.sh:
-#   1. build with CUDA against the carried headers, without MPI;
-#   2. run the host-logic tests and the GPU tests;
-#   3. sweep with one rank (--gpus 1), with CUDA graphs, and with 2 and 4
-#      processes on the one GPU (FABRICBENCH_BOOTSTRAP, distinct NCCL_HOSTID,
-#      --allow-shared-gpu: a functional check, not a measurement);
-#   4. print a summary table last.
-# It never changes GPU clocks, power limits or modes. Usage:
+# One GPU check in one go, for a bare machine with a GPU, CUDA (nvcc), cmake,
+# ninja, make and Python with PyTorch (whose wheel brings NCCL); no MPI, no
+# network, no packages. Needs the .carry/ folder that scripts/gpu-prepare.sh
+# fills (header-only libraries, googletest, nccl-tests, nvbandwidth, Boost's
+# program_options). Steps, each with its own time limit (their sum is at most
+# 8 minutes, checked below):
+#   1. build, side by side: fabricbench (CUDA on, MPI off), nccl-tests'
+#      sendrecv_perf and all_reduce_perf (MPI=0, against the NCCL the machine
+#      has) and nvbandwidth (Boost from the carried folder);
+#   2. record nvidia-smi -q, nvidia-smi topo -m, driver, CUDA and NCCL versions;
+#   3. the host-logic tests, then every GPU test case in its own process;
+#   4. one run with NCCL_DEBUG=INFO, one under CUDA_LAUNCH_BLOCKING=1, and the
+#      refusal of --gpus with --allow-shared-gpu;
+#   5. fabricbench against nccl-tests: send/recv (one rank to itself) and
+#      all-reduce at 1 MiB, 64 MiB and 1 GiB, the same iteration counts;
+#   6. the topology probe's host<->device and local copies against
+#      nvbandwidth's (or, when nvbandwidth could not be built, against the
+#      same copies made through PyTorch, which the summary says);
+#   7. `fabricbench run` end to end (probe, then sweep);
+#   8. the summary: every step, then the comparison table, last.
+# Logs and the summary go to $OUT when it is set, else to
+# build/gpu-check/results. It never changes GPU clocks, power limits or modes.
+# Usage:
 #   scripts/gpu-check.sh [--build-only]
-# NCCL is found through NCCL_ROOT, else the Python wheel (nvidia.nccl), else
+# NCCL is found through NCCL_ROOT, else PyTorch's wheel (nvidia.nccl), else
 # the CUDA toolkit.
+# Functions below run through `bash -c "$(declare -f ...)"` or as step commands.
+# shellcheck disable=SC2317
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-cd "$root"
+cd "$root" || exit 1
 build="${FABRICBENCH_GPU_BUILD:-$root/build/gpu-check}"
 carry="${FABRICBENCH_CARRY_DIR:-$root/.carry}"
-out="$build/gpu-check-results"
+out="${OUT:-$build/results}"
 build_only=0
 [[ "${1:-}" == "--build-only" ]] && build_only=1
+mkdir -p "$build" "$out"
+
+# Step limits in seconds. The whole script must fit one 10-minute call with
+# margin: their sum is at most 480. FABRICBENCH_GPU_CHECK_BUILD_S lengthens
+# the build for --build-only on a small machine.
+limit_build=${FABRICBENCH_GPU_CHECK_BUILD_S:-210} limit_info=10 limit_logic=15 limit_gpu_tests=90 limit_debug=15 limit_blocking=10
+limit_refusal=5 limit_nccl_tests=40 limit_fabricbench=25 limit_copies=20 limit_topo=15 limit_run=25
+total=$((limit_build + limit_info + limit_logic + limit_gpu_tests + limit_debug + limit_blocking + limit_refusal +
+  limit_nccl_tests + limit_fabricbench + limit_copies + limit_topo + limit_run))
+if ((total > 480 && build_only == 0)); then
+  echo "gpu-check: the step limits add up to ${total} s, over 480 s" >&2
+  exit 2
+fi
+
 declare -a names results
 record() { names+=("$1"); results+=("$2"); echo "== $1: $2"; }
 summary() {
-  echo
-  echo "fabricbench gpu-check summary"
-  printf '%-44s %s\n' "step" "result"
-  for i in "${!names[@]}"; do printf '%-44s %s\n' "${names[$i]}" "${results[$i]}"; done
+  {
+    echo
+    echo "fabricbench gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), logs in $out)"
+    printf '%-46s %s\n' "step" "result"
+    for i in "${!names[@]}"; do printf '%-46s %s\n' "${names[$i]}" "${results[$i]}"; done
+    if [[ -s "$out/compare.txt" ]]; then
+      echo
+      cat "$out/compare.txt"
+    fi
+  } | tee "$out/summary.txt"
 }
 trap summary EXIT
 
-[[ -d "$carry/include" ]] || { record "carried folder" "FAIL (no $carry; run scripts/gpu-prepare.sh)"; exit 1; }
+[[ -d "$carry/include" ]] || { record "carried folder" "FAIL (no $carry/include; run scripts/gpu-prepare.sh)"; exit 1; }
+
+# CUDA: nvcc on the PATH, else the usual place.
+nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
+[[ -x "$nvcc" ]] || { record "CUDA" "FAIL (no nvcc)"; exit 1; }
+cuda_home="$(dirname "$(dirname "$(readlink -f "$nvcc")")")"
+record "CUDA" "$cuda_home ($("$nvcc" --version | grep -o 'release [0-9.]*'))"
 
 # NCCL: a wheel ships lib/libnccl.so.2 without the libnccl.so link the linker
-# looks for, so a private folder with both names is made.
+# looks for, so a private folder with both names is made; it is NCCL_HOME for
+# nccl-tests too.
 nccl_root="${NCCL_ROOT:-}"
 if [[ -z "$nccl_root" ]]; then
-  nccl_root="$(python3 -c 'import nvidia.nccl, os; print(os.path.dirname(nvidia.nccl.__file__))' 2>/dev/null || true)"
+  nccl_root="$(python3 - 2>/dev/null <<'PY'
+import importlib.util
+spec = importlib.util.find_spec("nvidia.nccl")
+if spec is not None and spec.submodule_search_locations:
+    print(list(spec.submodule_search_locations)[0])
+PY
+)"
 fi
-if [[ -z "$nccl_root" ]]; then
-  nccl_root="$(find / -path /proc -prune -o -name nccl.h -path '*nvidia/nccl/include/*' -print 2>/dev/null | head -1 | xargs -r dirname | xargs -r dirname)"
-fi
+nccl_home=""
 cmake_nccl=()
 if [[ -n "$nccl_root" && -e "$nccl_root/include/nccl.h" ]]; then
-  lib="$(ls "$nccl_root"/lib/libnccl.so* 2>/dev/null | head -1)"
-  mkdir -p "$build/nccl/lib"
-  ln -sfn "$nccl_root/include" "$build/nccl/include"
-  ln -sf "$lib" "$build/nccl/lib/libnccl.so"
-  cmake_nccl=(-DNCCL_ROOT="$build/nccl")
+  lib="$(find "$nccl_root/lib" -maxdepth 1 -name 'libnccl.so*' | sort | head -1)"
+  nccl_home="$build/nccl"
+  mkdir -p "$nccl_home/lib"
+  ln -sfn "$nccl_root/include" "$nccl_home/include"
+  ln -sf "$lib" "$nccl_home/lib/libnccl.so"
+  ln -sf "$lib" "$nccl_home/lib/libnccl.so.2"
+  cmake_nccl=(-DNCCL_ROOT="$nccl_home")
   export LD_LIBRARY_PATH="$nccl_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  record "NCCL" "$nccl_root"
+  record "NCCL" "$nccl_root ($(grep -m3 -E 'define NCCL_(MAJOR|MINOR|PATCH) ' "$nccl_root/include/nccl.h" | awk '{print $3}' | paste -sd.))"
+elif [[ -e "$cuda_home/include/nccl.h" ]]; then
+  nccl_home="$cuda_home"
+  record "NCCL" "from the CUDA toolkit ($cuda_home)"
 else
-  record "NCCL" "from the CUDA toolkit"
-fi
-
-jobs="$(nproc)"
-if cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFABRICBENCH_CUDA=ON -DFABRICBENCH_MPI=OFF \
-     -DFABRICBENCH_CARRY_DIR="$carry" -DCMAKE_CUDA_ARCHITECTURES="${FABRICBENCH_CUDA_ARCHS:-90-real}" \
-     "${cmake_nccl[@]}" ${FABRICBENCH_CHECK_CMAKE_ARGS:-} > "$build.configure.log" 2>&1 &&
-   timeout 300 cmake --build "$build" -j "$jobs" --target fabricbench fabricbench_gpu_tests fabricbench_gpu_logic_tests \
-     > "$build.build.log" 2>&1; then
-  record "build (CUDA on, MPI off, carried deps)" "ok"
-else
-  record "build (CUDA on, MPI off, carried deps)" "FAIL (see $build.configure.log / $build.build.log)"
-  tail -30 "$build.build.log" "$build.configure.log" 2>/dev/null
+  record "NCCL" "FAIL (no nccl.h: set NCCL_ROOT, or install PyTorch's nvidia-nccl wheel)"
   exit 1
 fi
-[[ $build_only == 1 ]] && exit 0
 
-bin="$build/src/fabricbench"
-mkdir -p "$out"
-failed=0
-step() {  # step NAME SECONDS COMMAND...
-  local name="$1" limit="$2"; shift 2
-  local log="$out/$(echo "$name" | tr -c 'a-zA-Z0-9' '_').log"
-  if timeout "$limit" "$@" > "$log" 2>&1; then
-    record "$name" "ok $(grep -m1 -o 'avg bus bandwidth : [0-9.]* GB/s' "$log" | tail -1)"
-  else
-    record "$name" "FAIL rc=$? (log $log)"; tail -20 "$log"; failed=1
-  fi
+# ---- 1. builds, side by side ----------------------------------------------
+jobs="$(nproc)"
+arch="${FABRICBENCH_CUDA_ARCHS:-90}"
+build_fabricbench() {
+  # shellcheck disable=SC2086 # extra arguments are a list
+  cmake -S . -B "$build/fabricbench" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFABRICBENCH_CUDA=ON -DFABRICBENCH_MPI=OFF \
+    -DFABRICBENCH_CARRY_DIR="$carry" -DCMAKE_CUDA_ARCHITECTURES="${arch}-real" "${cmake_nccl[@]}" \
+    ${FABRICBENCH_CHECK_CMAKE_ARGS:-} &&
+    cmake --build "$build/fabricbench" -j "$jobs" --target fabricbench fabricbench_gpu_tests fabricbench_gpu_logic_tests
 }
-
-step "host-logic tests" 120 "$build/tests/fabricbench_gpu_logic_tests"
-step "GPU tests" 300 "$build/tests/fabricbench_gpu_tests"
-step "topology (topo, with copy bandwidths)" 90 "$bin" topo --json "$out/topo.json"
-step "sweep, 1 rank" 90 "$bin" sweep --gpus 1 --ops all --dtype float,bfloat16,fp8e4m3 -b 8 -e 256M -f 8 --json "$out/one.json"
-step "sweep, 1 rank, CUDA graph" 90 "$bin" sweep --gpus 1 --graph --ops allreduce -b 8 -e 256M -f 8 --json "$out/graph.json"
-
-processes() {  # processes N: N ranks on the one GPU, launcher-free
-  local n="$1" dir pids=() rc=0
-  dir="$(mktemp -d)"
-  for ((r = 0; r < n; r++)); do
-    FABRICBENCH_BOOTSTRAP="$dir" FABRICBENCH_RANK=$r FABRICBENCH_WORLD_SIZE=$n NCCL_HOSTID="gpu-check-$r" \
-      "$bin" sweep --allow-shared-gpu --timeout 60 --ops all -b 8 -e 16M -f 16 --json "$out/procs$n.$r.json" &
+build_nccl_tests() {
+  [[ -e "$carry/nccl-tests/src/Makefile" ]] || { echo "no nccl-tests in $carry (scripts/gpu-prepare.sh)"; return 1; }
+  mkdir -p "$build/nccl-tests-src"
+  cp -r "$carry/nccl-tests/." "$build/nccl-tests-src/"
+  make -C "$build/nccl-tests-src/src" -j "$jobs" MPI=0 CUDA_HOME="$cuda_home" NCCL_HOME="$nccl_home" \
+    NVCC_GENCODE="-gencode=arch=compute_${arch},code=sm_${arch}" BUILDDIR="$build/nccl-tests" \
+    "$build/nccl-tests/sendrecv_perf" "$build/nccl-tests/all_reduce_perf"
+}
+build_nvbandwidth() {
+  local src="$carry/nvbandwidth" obj="$build/nvbandwidth" boost="$carry/boost"
+  [[ -e "$src/nvbandwidth.cpp" ]] || { echo "no nvbandwidth in $carry (scripts/gpu-prepare.sh)"; return 1; }
+  [[ -e "$boost/include/boost/program_options.hpp" ]] || { echo "no Boost headers in $boost"; return 1; }
+  [[ -e "$cuda_home/include/nvml.h" || -e "$cuda_home/targets/x86_64-linux/include/nvml.h" ]] ||
+    { echo "no nvml.h in the CUDA toolkit (the NVML development files are not installed)"; return 1; }
+  mkdir -p "$obj"
+  # nvbandwidth's own CMake wants an installed Boost; its sources are built
+  # directly, as its CMakeLists.txt lists them.
+  local sources=(testcase.cpp testcases_ce.cpp testcases_sm.cpp kernels.cu memcpy.cpp nvbandwidth.cpp
+    multinode_memcpy.cpp multinode_testcases.cpp output.cpp json_output.cpp json/jsoncpp.cpp)
+  local objects=() pids=() s o rc=0
+  for s in "${sources[@]}"; do
+    o="$obj/$(echo "$s" | tr '/' '_').o"
+    objects+=("$o")
+    "$nvcc" -std=c++17 -O3 -gencode "arch=compute_${arch},code=sm_${arch}" -I"$src" -I"$boost/include" \
+      -DGIT_VERSION="\"carried\"" -Xcompiler -w -c "$src/$s" -o "$o" &
     pids+=($!)
   done
-  for p in "${pids[@]}"; do wait "$p" || rc=1; done
-  rm -rf "$dir"
+  for s in "${pids[@]}"; do wait "$s" || rc=1; done
+  ((rc == 0)) || return 1
+  "$nvcc" -o "$obj/nvbandwidth" "${objects[@]}" "$boost/lib/libboost_program_options.a" \
+    -L"$cuda_home/lib64/stubs" -L"$cuda_home/targets/x86_64-linux/lib/stubs" -lnvidia-ml -lcuda
+}
+timeout "$limit_build" bash -c "$(declare -f build_fabricbench); build='$build' carry='$carry' arch='$arch' \
+  jobs='$jobs' cmake_nccl=(${cmake_nccl[*]@Q}) FABRICBENCH_CHECK_CMAKE_ARGS='${FABRICBENCH_CHECK_CMAKE_ARGS:-}'; \
+  build_fabricbench" > "$out/build_fabricbench.log" 2>&1 &
+pid_fb=$!
+timeout "$limit_build" bash -c "$(declare -f build_nccl_tests); build='$build' carry='$carry' arch='$arch' \
+  jobs='$jobs' cuda_home='$cuda_home' nccl_home='$nccl_home'; build_nccl_tests" > "$out/build_nccl_tests.log" 2>&1 &
+pid_nt=$!
+timeout "$limit_build" bash -c "$(declare -f build_nvbandwidth); build='$build' carry='$carry' arch='$arch' \
+  nvcc='$nvcc' cuda_home='$cuda_home'; build_nvbandwidth" > "$out/build_nvbandwidth.log" 2>&1 &
+pid_nvb=$!
+built() {  # built NAME PID LOG
+  if wait "$2"; then
+    record "build: $1" "ok"
+    return 0
+  fi
+  record "build: $1" "FAIL (log $3)"
+  tail -15 "$3"
+  return 1
+}
+built "fabricbench (CUDA on, MPI off)" "$pid_fb" "$out/build_fabricbench.log" || exit 1
+have_nccl_tests=0
+built "nccl-tests (MPI=0)" "$pid_nt" "$out/build_nccl_tests.log" && have_nccl_tests=1
+have_nvbandwidth=0
+built "nvbandwidth" "$pid_nvb" "$out/build_nvbandwidth.log" && have_nvbandwidth=1
+((build_only == 1)) && exit 0
+
+bin="$build/fabricbench/src/fabricbench"
+tests="$build/fabricbench/tests"
+nt="$build/nccl-tests"
+failed=0
+log_of() { echo "$out/$(echo "$1" | tr -c 'a-zA-Z0-9\n' '_').log"; }
+step() {  # step NAME SECONDS COMMAND...: the output goes to $(log_of NAME)
+  local name="$1" limit="$2" log rc
+  shift 2
+  log="$(log_of "$name")"
+  timeout "$limit" "$@" > "$log" 2>&1
+  rc=$?
+  if ((rc == 0)); then
+    record "$name" "ok"
+  else
+    record "$name" "FAIL rc=$rc$( ((rc == 124)) && echo " (over ${limit} s)") (log $log)"
+    tail -15 "$log"
+    failed=1
+  fi
   return $rc
 }
-step "sweep, 2 processes on one GPU" 150 bash -c "$(declare -f processes); bin='$bin' out='$out'; processes 2"
-step "sweep, 4 processes on one GPU" 150 bash -c "$(declare -f processes); bin='$bin' out='$out'; processes 4"
+
+# ---- 2. what the machine is ----------------------------------------------
+machine_info() {
+  nvidia-smi -q > "$out/nvidia-smi-q.txt" 2>&1
+  nvidia-smi topo -m > "$out/nvidia-smi-topo.txt" 2>&1
+  {
+    nvidia-smi --query-gpu=index,name,pci.bus_id,driver_version,memory.total --format=csv
+    "$nvcc" --version | tail -2
+    python3 -c 'import torch; print("torch", torch.__version__, "CUDA", torch.version.cuda, "NCCL",
+      ".".join(map(str, torch.cuda.nccl.version())))'
+    "$bin" version
+  } > "$out/versions.txt" 2>&1
+  cat "$out/versions.txt"
+}
+step "machine: nvidia-smi, versions" "$limit_info" machine_info
+
+# ---- 3. tests, each GPU case in its own process ----------------------------
+step "host-logic tests" "$limit_logic" "$tests/fabricbench_gpu_logic_tests" --gtest_brief=1
+gpu_cases="$("$tests/fabricbench_gpu_tests" --gtest_list_tests 2>/dev/null |
+  awk '/^[^ ]/ {suite=$1} /^  / {print suite $1}')"
+gpu_deadline=$((SECONDS + limit_gpu_tests))
+case_count=0
+for case in $gpu_cases; do
+  left=$((gpu_deadline - SECONDS))
+  if ((left < 5)); then
+    record "GPU test $case" "NOT RUN (the GPU tests' ${limit_gpu_tests} s are spent)"
+    failed=1
+    continue
+  fi
+  step "GPU test $case" "$left" "$tests/fabricbench_gpu_tests" --gtest_filter="$case"
+  case_count=$((case_count + 1))
+done
+((case_count > 0)) || { record "GPU tests" "FAIL (none listed)"; failed=1; }
+
+# ---- 4. debug log, launch blocking, the shared-GPU refusal -------------------
+step "NCCL_DEBUG=INFO run (log kept)" "$limit_debug" env NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=INIT,ENV,TUNING \
+  "$bin" sweep --gpus 1 --ops allreduce,sendrecv --sizes 1M --iters 5 --warmup 1
+step "CUDA_LAUNCH_BLOCKING=1 sweep (no hold)" "$limit_blocking" env CUDA_LAUNCH_BLOCKING=1 \
+  "$bin" sweep --gpus 1 --ops allreduce,sendrecv --sizes 4K,1M --iters 20 --warmup 2 --timeout 5
+refusal() {
+  local err rc
+  err="$("$bin" sweep --gpus 1 --allow-shared-gpu --sizes 1K 2>&1 >/dev/null)"
+  rc=$?
+  echo "exit $rc: $err"
+  [[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && "$err" == "fabricbench: error: --allow-shared-gpu"* ]]
+}
+step "--gpus 1 --allow-shared-gpu: exit 2, one line" "$limit_refusal" bash -c "$(declare -f refusal); bin='$bin'; refusal"
+
+# ---- 5. fabricbench against nccl-tests -------------------------------------
+iters=50
+warmup=10
+sizes=(1M 64M 1G)
+if ((have_nccl_tests == 1)); then
+  nccl_tests_runs() {
+    local op size
+    for op in sendrecv all_reduce; do
+      for size in "${sizes[@]}"; do
+        echo "## $op $size"
+        "$nt/${op}_perf" -b "$size" -e "$size" -g 1 -n "$iters" -w "$warmup" -c 0 || return 1
+      done
+    done
+  }
+  name="nccl-tests: sendrecv_perf, all_reduce_perf"
+  step "$name" "$limit_nccl_tests" bash -c \
+    "$(declare -f nccl_tests_runs); nt='$nt' iters=$iters warmup=$warmup sizes=(${sizes[*]}); nccl_tests_runs"
+  cp "$(log_of "$name")" "$out/nccl-tests.txt"
+else
+  record "nccl-tests: sendrecv_perf, all_reduce_perf" "NOT RUN (nccl-tests did not build)"
+  failed=1
+fi
+step "fabricbench: sendrecv, allreduce (same sizes, iterations)" "$limit_fabricbench" "$bin" sweep --gpus 1 \
+  --ops sendrecv,allreduce --sizes "$(IFS=,; echo "${sizes[*]}")" --iters "$iters" --warmup "$warmup" --inplace both \
+  --json "$out/fabricbench-compare.json" -q
+
+# ---- 6. copies: the probe against nvbandwidth --------------------------------
+# A build without MPI has no launcher: one process meets itself in a folder.
+step "topology probe (copy bandwidths)" "$limit_topo" env FABRICBENCH_BOOTSTRAP="$(mktemp -d)" FABRICBENCH_RANK=0 \
+  FABRICBENCH_WORLD_SIZE=1 "$bin" topo --json "$out/topo.json"
+if ((have_nvbandwidth == 1)); then
+  name="nvbandwidth: H2D, D2H, device-local (64 MiB)"
+  step "$name" "$limit_copies" "$build/nvbandwidth/nvbandwidth" \
+    -t host_to_device_memcpy_ce device_to_host_memcpy_ce device_local_copy -b 64 -i 5
+  cp "$(log_of "$name")" "$out/copies.txt"
+  copies_source="nvbandwidth"
+else
+  # The documented alternative: the probe's own method (cudaMemcpyAsync of
+  # 64 MiB, pinned host memory, best of 5 after 2 warm-ups, CUDA events),
+  # made through PyTorch's allocator and copy engine path.
+  torch_copies() {
+    python3 - <<'PY'
+import torch
+n = 64 << 20
+host = torch.empty(n, dtype=torch.uint8, pin_memory=True)
+a = torch.empty(n, dtype=torch.uint8, device="cuda:0")
+b = torch.empty_like(a)
+def best(copy):
+    times = []
+    for i in range(7):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record(); copy(); stop.record(); stop.synchronize()
+        if i >= 2:
+            times.append(start.elapsed_time(stop))
+    return n / (min(times) * 1e-3) / 1e9
+print("SUM host_to_device_memcpy_ce", best(lambda: a.copy_(host, non_blocking=True)))
+print("SUM device_to_host_memcpy_ce", best(lambda: host.copy_(a, non_blocking=True)))
+print("SUM device_local_copy", best(lambda: b.copy_(a, non_blocking=True)))
+PY
+  }
+  name="copies through PyTorch (nvbandwidth did not build)"
+  step "$name" "$limit_copies" bash -c "$(declare -f torch_copies); torch_copies"
+  cp "$(log_of "$name")" "$out/copies.txt"
+  copies_source="PyTorch copies (nvbandwidth did not build: see build_nvbandwidth.log)"
+fi
+
+# ---- 7. the whole run, end to end ----------------------------------------------
+step "fabricbench run --profile smoke --gpus 1 (probe, then sweep)" "$limit_run" "$bin" run --profile smoke --gpus 1 \
+  --json "$out/run.json"
+
+# ---- 8. the comparison table -------------------------------------------------------
+python3 - "$out" "$iters" "$copies_source" > "$out/compare.txt" 2> "$out/compare.err" <<'PY'
+import json, os, re, sys
+
+out, iters, copies_source = sys.argv[1], sys.argv[2], sys.argv[3]
+rows = []
+unit = {"1M": 1 << 20, "64M": 64 << 20, "1G": 1 << 30}
+
+# nccl-tests: "## op size" headers, then data lines of 13 fields:
+# size count type redop root | time algbw busbw #wrong (out of place) | the same in place.
+nccl = {}
+path = os.path.join(out, "nccl-tests.txt")
+if os.path.exists(path):
+    op = None
+    for line in open(path):
+        m = re.match(r"## (\w+) (\S+)", line)
+        if m:
+            op = "allreduce" if m.group(1) == "all_reduce" else m.group(1)
+            continue
+        f = line.split()
+        if op and len(f) >= 13 and f[0].isdigit():
+            try:
+                nccl[(op, int(f[0]), "out_of_place")] = (float(f[5]), float(f[6]), float(f[7]))
+                nccl[(op, int(f[0]), "in_place")] = (float(f[9]), float(f[10]), float(f[11]))
+            except ValueError:
+                pass
+
+fb = {}
+path = os.path.join(out, "fabricbench-compare.json")
+if os.path.exists(path):
+    for r in json.load(open(path)).get("records", []):
+        if r.get("time_us"):
+            fb[(r["op"], r["bytes"], r["placement"])] = (r["time_us"], r["algbw_gbs"], r["busbw_gbs"])
+
+print(f"fabricbench against nccl-tests, one rank on GPU 0, {iters} timed iterations each")
+print(f"{'op':<10} {'size':>5} {'placement':<12} {'fb us':>9} {'nt us':>9} {'fb algbw':>9} {'nt algbw':>9} "
+      f"{'fb/nt':>6}  note")
+for op in ("sendrecv", "allreduce"):
+    for size in ("1M", "64M", "1G"):
+        for placement in ("out_of_place", "in_place"):
+            key = (op, unit[size], placement)
+            a, b = fb.get(key), nccl.get(key)
+            note = ""
+            if op == "allreduce":
+                note = "1 rank: all-reduce is a copy, busbw 0 in both; algbw compared"
+            elif placement == "in_place":
+                note = "one buffer sent and received, as nccl-tests"
+            if a is None or b is None:
+                missing = " and ".join(n for n, v in (("fabricbench", a), ("nccl-tests", b)) if v is None)
+                print(f"{op:<10} {size:>5} {placement:<12} {'-':>9} {'-':>9} {'-':>9} {'-':>9} {'-':>6}  "
+                      f"no result from {missing}")
+                continue
+            ratio = a[1] / b[1] if b[1] > 0 else float("nan")
+            print(f"{op:<10} {size:>5} {placement:<12} {a[0]:>9.2f} {b[0]:>9.2f} {a[1]:>9.2f} {b[1]:>9.2f} "
+                  f"{ratio:>6.3f}  {note}")
+
+
+def find_gpus(node):
+    if isinstance(node, dict):
+        if isinstance(node.get("gpus"), list) and node["gpus"] and "h2d_gbs" in node["gpus"][0]:
+            return node["gpus"]
+        for v in node.values():
+            g = find_gpus(v)
+            if g:
+                return g
+    elif isinstance(node, list):
+        for v in node:
+            g = find_gpus(v)
+            if g:
+                return g
+    return None
+
+# The probe's figures: `topo`, else the end-to-end run's topology section.
+probe = {}
+for name in ("topo.json", "run.json"):
+    path = os.path.join(out, name)
+    gpus = find_gpus(json.load(open(path))) if os.path.exists(path) else None
+    if gpus:
+        probe = {"h2d": gpus[0].get("h2d_gbs"), "d2h": gpus[0].get("d2h_gbs"), "local": gpus[0].get("local_copy_gbs")}
+        break
+
+# nvbandwidth: the matrix row of GPU 0 (label 0) precedes its "SUM key value" line.
+ref = {}
+keys = {"host_to_device_memcpy_ce": "h2d", "device_to_host_memcpy_ce": "d2h", "device_local_copy": "local"}
+path = os.path.join(out, "copies.txt")
+if os.path.exists(path):
+    first = None
+    for line in open(path):
+        f = line.split()
+        if len(f) >= 2 and f[0] == "0":
+            try:
+                first = float(f[1])
+            except ValueError:
+                first = None
+        if len(f) == 3 and f[0] == "SUM" and f[1] in keys:
+            ref[keys[f[1]]] = first if first is not None else float(f[2])
+            first = None
+
+print()
+print(f"topology probe against {copies_source}, GPU 0, 64 MiB copies (GB/s)")
+print(f"{'copy':<14} {'probe':>9} {'reference':>10} {'probe/ref':>10}")
+for k, label in (("h2d", "host->device"), ("d2h", "device->host"), ("local", "device-local")):
+    a, b = probe.get(k), ref.get(k)
+    if a is None or b is None:
+        print(f"{label:<14} {a if a is not None else '-':>9} {b if b is not None else '-':>10} {'-':>10}")
+    else:
+        print(f"{label:<14} {a:>9.1f} {b:>10.1f} {a / b:>10.3f}")
+print("Both count each byte copied once. nvbandwidth times 16 copies per sample behind a spin kernel and reports the "
+      "median sample; the probe times single copies and keeps the best of 5.")
+PY
 exit $failed

@@ -63,7 +63,6 @@ std::unique_ptr<Transport> start_nccl(const RunConfig& config, const Comm& world
   std::string mine;
   {
     const ErrorRankScope scope(world.rank());
-    FB_CUDA_CHECK(cudaSetDevice(chosen.device));
     mine = fmt::format("{}|{}", layout.node, describe_device(chosen.device).uuid);
   }
   const std::vector<std::string> all = world.allgather(mine);
@@ -142,6 +141,13 @@ int run_local_group(const RunConfig& config, const std::function<int(const Comm&
                                fail_group(comm, fmt::format("rank {} failed: {}", comm.rank(), message));
                              }});
   };
+  if (config.gpu.gpus > 0 && config.gpu.allow_shared) {
+    // Threads of one process share one CUDA context per GPU, and NCCL refuses
+    // two ranks of one communicator on one GPU of one process.
+    std::cerr << "fabricbench: error: --allow-shared-gpu cannot be combined with --gpus: NCCL refuses two ranks on "
+                 "one GPU in one process; start one process per rank instead (FABRICBENCH_BOOTSTRAP or mpirun)\n";
+    return exit_usage;
+  }
   if (config.gpu.gpus == 0) {
     // A bad bootstrap folder is a usage error of this process alone.
     return run_guarded(

@@ -152,20 +152,24 @@ Counts counts_for(Op op, DType dtype, std::size_t bytes, int nranks) {
   const std::size_t elt = element_size(dtype);
   const std::size_t count = bytes / elt;
   const auto n = static_cast<std::size_t>(nranks);
+  // Per-rank counts are rounded down to whole 16-byte units, as nccl-tests'
+  // GetCollByteCount does for all-gather, reduce-scatter and all-to-all: the
+  // sizes then compare with nccl-tests' at any rank count (6, 12, 24).
+  const std::size_t per_rank = count / n / (per_rank_align_bytes / elt) * (per_rank_align_bytes / elt);
   Counts c;
   switch (op) {
     case Op::allgather:
-      c.param = count / n;
+      c.param = per_rank;
       c.send = c.param;
       c.recv = c.param * n;
       break;
     case Op::reducescatter:
-      c.param = count / n;
+      c.param = per_rank;
       c.send = c.param * n;
       c.recv = c.param;
       break;
     case Op::alltoall:
-      c.param = count / n;
+      c.param = per_rank;
       c.send = c.param * n;
       c.recv = c.param * n;
       break;

@@ -152,7 +152,10 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
     if (auto why = transport.unsupported(point.op, point.dtype, redop)) {
       skip = *why;
     } else if (counts.param == 0) {
-      skip = fmt::format("{} B holds fewer {} elements than there are ranks ({})", point.bytes, name(point.dtype), n);
+      skip = fmt::format(
+          "{} B leaves under {} B of {} per rank ({} ranks; per-rank counts are whole {}-byte units, "
+          "as in nccl-tests)",
+          point.bytes, per_rank_align_bytes, name(point.dtype), n, per_rank_align_bytes);
       if (!splits_per_rank(point.op)) skip = fmt::format("{} B holds no {} element", point.bytes, name(point.dtype));
     }
 

@@ -1,21 +1,32 @@
 // The system GpuInfoSource: CUDA runtime for the devices and the copies,
 // NVML (loaded at run time) for identity, PCIe, NVLink, MIG and ECC.
-// Plain C++ against the CUDA runtime API; no kernels, so no nvcc.
+// Plain C++ against the CUDA runtime API through cuda_support's layer (the
+// same owners, device guard, error text and waits as the NCCL transport);
+// no kernels, so no nvcc. Every failure becomes a note in the topology.
 
 #include <dlfcn.h>
 
-#include <algorithm>
 #include <array>
 #include <chrono>
-#include <cstring>
-#include <thread>
 #include <utility>
 
-#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
+#include "fabricbench/transport/cuda/cuda_support.hpp"
+
+// nvml.h comes with the CUDA toolkit's NVML development files; where it is
+// present, its link maximum is used.
+#if __has_include(<nvml.h>)
+#include <nvml.h>
+#define FABRICBENCH_NVML_MAX_LINKS NVML_NVLINK_MAX_LINKS
+#else
+// NVML_NVLINK_MAX_LINKS of nvml.h as of CUDA 12.8 and 13 (18 links per GPU
+// since NVLink 4); NVML answers NVML_ERROR_INVALID_ARGUMENT past the
+// device's own last link, which ends the loop earlier.
+#define FABRICBENCH_NVML_MAX_LINKS 18
+#endif
 
 namespace fabricbench {
 namespace {
@@ -26,7 +37,7 @@ using nvmlReturn_t = int;
 using nvmlDevice_t = struct nvmlDevice_st*;
 constexpr nvmlReturn_t nvml_success = 0;
 constexpr nvmlReturn_t nvml_invalid_argument = 2;
-constexpr unsigned nvml_max_links = 18;
+constexpr unsigned nvml_max_links = FABRICBENCH_NVML_MAX_LINKS;
 struct nvmlPciInfo_t {
   char busIdLegacy[16];
   unsigned domain;
@@ -150,8 +161,6 @@ class Nvml {
   std::string error_;
 };
 
-std::string cuda_text(cudaError_t rc) { return fmt::format("{}: {}", cudaGetErrorName(rc), cudaGetErrorString(rc)); }
-
 std::optional<unsigned> nvml_uint(nvmlReturn_t (*fn)(nvmlDevice_t, unsigned*), nvmlDevice_t dev) {
   unsigned value = 0;
   if (fn == nullptr || fn(dev, &value) != nvml_success) return std::nullopt;
@@ -210,118 +219,90 @@ void fill_from_nvml(const Nvml& nvml, GpuInfo& gpu, std::vector<std::string>& no
     gpu.ecc_mode = ecc != 0 ? "enabled" : "disabled";
 }
 
-// Move-only owners of what the copies need.
-class DeviceBuffer {
- public:
-  DeviceBuffer(int device, std::size_t bytes) {
-    if (cudaSetDevice(device) == cudaSuccess && cudaMalloc(&ptr_, bytes) != cudaSuccess) ptr_ = nullptr;
-  }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (ptr_ != nullptr) (void)cudaFree(ptr_);
-  }
-  [[nodiscard]] void* get() const { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-};
-
-class PinnedBuffer {
- public:
-  explicit PinnedBuffer(std::size_t bytes) {
-    if (cudaMallocHost(&ptr_, bytes) != cudaSuccess) ptr_ = nullptr;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() {
-    if (ptr_ != nullptr) (void)cudaFreeHost(ptr_);
-  }
-  [[nodiscard]] void* get() const { return ptr_; }
-
- private:
-  void* ptr_ = nullptr;
-};
-
-class StreamAndEvents {
- public:
-  explicit StreamAndEvents(int device) {
-    ok_ = cudaSetDevice(device) == cudaSuccess &&
-          cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking) == cudaSuccess &&
-          cudaEventCreate(&start_) == cudaSuccess && cudaEventCreate(&stop_) == cudaSuccess;
-  }
-  StreamAndEvents(const StreamAndEvents&) = delete;
-  StreamAndEvents& operator=(const StreamAndEvents&) = delete;
-  ~StreamAndEvents() {
-    if (stop_ != nullptr) (void)cudaEventDestroy(stop_);
-    if (start_ != nullptr) (void)cudaEventDestroy(start_);
-    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
-  }
-  [[nodiscard]] bool ok() const { return ok_; }
-  cudaStream_t stream_ = nullptr;
-  cudaEvent_t start_ = nullptr;
-  cudaEvent_t stop_ = nullptr;
-
- private:
-  bool ok_ = false;
-};
-
 constexpr std::size_t copy_bytes = std::size_t{64} << 20;
 constexpr int copy_warmups = 2;
 constexpr int copy_repeats = 5;
 constexpr auto copy_timeout = std::chrono::seconds(30);
 
-// Best of `copy_repeats` timed copies after warm-ups, in GB/s; empty with a
-// note on any failure or when a copy does not finish within the timeout
-// (never waits forever on the GPU).
+// Best of `copy_repeats` timed copies after warm-ups, in GB/s, on `device`'s
+// own stream; empty with a note on any failure or when a copy does not
+// finish within the timeout (never waits forever on the GPU). `enqueue`
+// returns the copy call's status.
 template <typename Enqueue>
 std::optional<double> time_copy(int device, const std::string& what, Enqueue enqueue, std::vector<std::string>& notes) {
-  StreamAndEvents s(device);
-  if (!s.ok()) {
-    notes.push_back(fmt::format("{}: could not create a stream and events", what));
-    return std::nullopt;
-  }
-  double best_ms = 0;
-  for (int i = 0; i < copy_warmups + copy_repeats; ++i) {
-    cudaError_t rc = cudaEventRecord(s.start_, s.stream_);
-    if (rc == cudaSuccess) rc = enqueue(s.stream_);
-    if (rc == cudaSuccess) rc = cudaEventRecord(s.stop_, s.stream_);
-    const auto deadline = std::chrono::steady_clock::now() + copy_timeout;
-    while (rc == cudaSuccess) {
-      const cudaError_t q = cudaEventQuery(s.stop_);
-      if (q == cudaSuccess) break;
-      if (q != cudaErrorNotReady)
-        rc = q;
-      else if (std::chrono::steady_clock::now() > deadline) {
+  try {
+    const DeviceGuard guard(device);
+    const Stream stream;
+    const Event start;
+    const Event stop;
+    double best_ms = 0;
+    for (int i = 0; i < copy_warmups + copy_repeats; ++i) {
+      FB_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
+      if (const cudaError_t rc = enqueue(stream.get()); rc != cudaSuccess) {
+        notes.push_back(fmt::format("{}: {}", what, cuda_error_text(rc)));
+        return std::nullopt;
+      }
+      FB_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
+      if (!wait_event_until(stop.get(), std::chrono::steady_clock::now() + copy_timeout)) {
         notes.push_back(fmt::format("{}: the copy did not finish within {} s", what, copy_timeout.count()));
         return std::nullopt;
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
       }
+      float ms = 0;
+      FB_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
+      if (i >= copy_warmups && ms > 0 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
     }
-    if (rc != cudaSuccess) {
-      notes.push_back(fmt::format("{}: {}", what, cuda_text(rc)));
+    if (best_ms <= 0) {
+      notes.push_back(fmt::format("{}: no copy took measurable time", what));
       return std::nullopt;
     }
-    float ms = 0;
-    if (cudaEventElapsedTime(&ms, s.start_, s.stop_) != cudaSuccess || !(ms > 0)) continue;
-    if (i >= copy_warmups && (best_ms == 0 || ms < best_ms)) best_ms = ms;
+    return static_cast<double>(copy_bytes) / (best_ms * 1e-3) / 1e9;
+  } catch (const std::exception& e) {
+    notes.push_back(fmt::format("{}: {}", what, e.what()));
+    return std::nullopt;
   }
-  if (best_ms <= 0) return std::nullopt;
-  return static_cast<double>(copy_bytes) / (best_ms * 1e-3) / 1e9;
+}
+
+// One GPU's pair of copy buffers; empty with a note when they cannot be had.
+struct CopyBuffers {
+  DeviceBuffer a;
+  DeviceBuffer b;
+};
+std::optional<CopyBuffers> copy_buffers(int device, std::vector<std::string>& notes) {
+  try {
+    const DeviceGuard guard(device);
+    return CopyBuffers{DeviceBuffer(copy_bytes), DeviceBuffer(copy_bytes)};
+  } catch (const std::exception& e) {
+    notes.push_back(fmt::format("GPU {}: {} MiB copy buffers: {}; not measured", device, copy_bytes >> 20, e.what()));
+    return std::nullopt;
+  }
+}
+
+// Peer access from `from` to `to` where CUDA allows it; the copy works
+// either way (through the host), so a failure is a note, not an end.
+void enable_peer_access(int from, int to, std::vector<std::string>& notes) {
+  int can = 0;
+  if (cudaDeviceCanAccessPeer(&can, from, to) != cudaSuccess || can == 0) return;
+  try {
+    const DeviceGuard guard(from);
+    const cudaError_t rc = cudaDeviceEnablePeerAccess(to, 0);
+    if (rc == cudaErrorPeerAccessAlreadyEnabled) {
+      (void)cudaGetLastError();  // clears the sticky-free error this call leaves behind
+    } else if (rc != cudaSuccess) {
+      (void)cudaGetLastError();
+      notes.push_back(fmt::format("GPU {} to GPU {}: cudaDeviceEnablePeerAccess: {}", from, to, cuda_error_text(rc)));
+    }
+  } catch (const std::exception& e) {
+    notes.push_back(fmt::format("GPU {} to GPU {}: {}", from, to, e.what()));
+  }
 }
 
 class SystemGpuSource final : public GpuInfoSource {
  public:
   GpuReport query() override {
     GpuReport report;
-    int count = 0;
-    const cudaError_t rc = cudaGetDeviceCount(&count);
-    if (rc != cudaSuccess) {
-      report.unavailable = cuda_text(rc);
-    } else if (count == 0) {
-      report.unavailable = "CUDA reports 0 devices";
-    }
+    const DeviceProbe devices = probe_devices();
+    const int count = devices.count;
+    if (count == 0) report.unavailable = devices.reason;
     const Nvml nvml;
     if (nvml.ready() && nvml.driver_version != nullptr) {
       std::array<char, 96> text{};
@@ -337,18 +318,13 @@ class SystemGpuSource final : public GpuInfoSource {
       gpu.index = d;
       cudaDeviceProp prop{};
       if (const cudaError_t p = cudaGetDeviceProperties(&prop, d); p != cudaSuccess) {
-        report.notes.push_back(fmt::format("GPU {}: cudaGetDeviceProperties: {}", d, cuda_text(p)));
+        report.notes.push_back(fmt::format("GPU {}: cudaGetDeviceProperties: {}", d, cuda_error_text(p)));
       } else {
         gpu.name = prop.name;
         gpu.memory_bytes = prop.totalGlobalMem;
         gpu.sm_count = prop.multiProcessorCount;
         gpu.pci_bus_id = fmt::format("{:04x}:{:02x}:{:02x}.0", prop.pciDomainID, prop.pciBusID, prop.pciDeviceID);
-        std::string uuid = "GPU-";
-        for (std::size_t i = 0; i < 16; ++i) {
-          if (i == 4 || i == 6 || i == 8 || i == 10) uuid += '-';
-          uuid += fmt::format("{:02x}", static_cast<unsigned char>(prop.uuid.bytes[i]));
-        }
-        gpu.uuid = uuid;
+        gpu.uuid = format_uuid(prop.uuid);
       }
       if (nvml.ready() && !gpu.pci_bus_id.empty()) fill_from_nvml(nvml, gpu, report.notes);
       report.gpus.push_back(std::move(gpu));
@@ -361,10 +337,19 @@ class SystemGpuSource final : public GpuInfoSource {
       for (int j = 0; j < count; ++j) {
         if (i == j) continue;
         int can = 0;
-        if (cudaDeviceCanAccessPeer(&can, i, j) == cudaSuccess)
-          report.p2p_access[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = can != 0;
+        if (const cudaError_t a = cudaDeviceCanAccessPeer(&can, i, j); a != cudaSuccess) {
+          report.notes.push_back(
+              fmt::format("GPU {} to GPU {}: cudaDeviceCanAccessPeer: {}", i, j, cuda_error_text(a)));
+          continue;
+        }
+        report.p2p_access[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = can != 0;
+        if (can == 0) continue;
         int rank = 0;
-        if (can != 0 && cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, i, j) == cudaSuccess)
+        if (const cudaError_t a = cudaDeviceGetP2PAttribute(&rank, cudaDevP2PAttrPerformanceRank, i, j);
+            a != cudaSuccess)
+          report.notes.push_back(
+              fmt::format("GPU {} to GPU {}: cudaDeviceGetP2PAttribute: {}", i, j, cuda_error_text(a)));
+        else
           report.p2p_rank[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = rank;
       }
     }
@@ -384,24 +369,21 @@ class SystemGpuSource final : public GpuInfoSource {
     out.d2h_gbs.resize(n);
     out.local_copy_gbs.resize(n);
     out.d2d_gbs.assign(n, std::vector<std::optional<double>>(n));
-    const PinnedBuffer host(copy_bytes);
-    if (host.get() == nullptr) out.notes.push_back("host-device copies: cudaMallocHost failed");
-    std::vector<std::unique_ptr<DeviceBuffer>> a;
-    std::vector<std::unique_ptr<DeviceBuffer>> b;
-    for (int d = 0; d < devices_; ++d) {
-      a.push_back(std::make_unique<DeviceBuffer>(d, copy_bytes));
-      b.push_back(std::make_unique<DeviceBuffer>(d, copy_bytes));
+    std::optional<PinnedBuffer> host;
+    try {
+      host.emplace(copy_bytes);
+    } catch (const std::exception& e) {
+      out.notes.push_back(fmt::format("host-device copies: {} MiB of pinned memory: {}", copy_bytes >> 20, e.what()));
     }
+    std::vector<std::optional<CopyBuffers>> buffers;
+    for (int d = 0; d < devices_; ++d) buffers.push_back(copy_buffers(d, out.notes));
     for (int d = 0; d < devices_; ++d) {
       const auto i = static_cast<std::size_t>(d);
-      void* src = a[i]->get();
-      void* dst = b[i]->get();
-      if (src == nullptr || dst == nullptr) {
-        out.notes.push_back(fmt::format("GPU {}: cudaMalloc of {} MiB failed; not measured", d, copy_bytes >> 20));
-        continue;
-      }
-      void* pinned = host.get();
-      if (pinned != nullptr) {
+      if (!buffers[i]) continue;
+      void* src = buffers[i]->a.get();
+      void* dst = buffers[i]->b.get();
+      if (host) {
+        void* pinned = host->get();
         out.h2d_gbs[i] = time_copy(
             d, fmt::format("GPU {} host-to-device", d),
             // The device buffer `src` is the destination here; it is the source of the later copies.
@@ -422,15 +404,10 @@ class SystemGpuSource final : public GpuInfoSource {
     }
     for (int i = 0; i < devices_; ++i) {
       for (int j = 0; j < devices_; ++j) {
-        if (i == j) continue;
-        void* src = a[static_cast<std::size_t>(i)]->get();
-        void* dst = b[static_cast<std::size_t>(j)]->get();
-        if (src == nullptr || dst == nullptr) continue;
-        int can = 0;
-        if (cudaDeviceCanAccessPeer(&can, i, j) == cudaSuccess && can != 0 && cudaSetDevice(i) == cudaSuccess) {
-          // Already enabled is fine; the copy works either way.
-          if (cudaDeviceEnablePeerAccess(j, 0) != cudaSuccess) (void)cudaGetLastError();
-        }
+        if (i == j || !buffers[static_cast<std::size_t>(i)] || !buffers[static_cast<std::size_t>(j)]) continue;
+        void* src = buffers[static_cast<std::size_t>(i)]->a.get();
+        void* dst = buffers[static_cast<std::size_t>(j)]->b.get();
+        enable_peer_access(i, j, out.notes);
         out.d2d_gbs[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = time_copy(
             i, fmt::format("GPU {} to GPU {}", i, j),
             [&](cudaStream_t s) { return cudaMemcpyPeerAsync(dst, j, src, i, copy_bytes, s); }, out.notes);

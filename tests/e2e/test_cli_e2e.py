@@ -64,7 +64,8 @@ class Sweep(unittest.TestCase):
         self.assertEqual(doc["run"]["ranks_per_node"], [4])
         self.assertEqual(doc["run"]["transport"], "mpi")
         measured = [r for r in doc["records"] if "busbw_gbs" in r]
-        self.assertEqual(len(measured), 3 * 12 * 2 - 2)  # all-gather at 8 B is skipped on 4 ranks
+        # All-gather under 16 B per rank (8 B and 32 B on 4 ranks) is skipped, as nccl-tests rounds.
+        self.assertEqual(len(measured), 3 * 12 * 2 - 4)
         for r in measured:
             self.assertEqual(r["wrong"], 0)
             self.assertGreater(r["algbw_gbs"], 0)

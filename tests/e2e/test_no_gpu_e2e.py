@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """The real binary on a machine without a GPU or driver: --transport nccl
 exits 2 with exactly one line, --transport auto falls back to mpi with a
-one-line notice, and --gpus says the same as nccl."""
+one-line notice, --gpus says the same as nccl, and --gpus with
+--allow-shared-gpu is refused before any GPU is looked for."""
 import argparse
 import re
 import socket
@@ -31,6 +32,16 @@ class NoGpu(unittest.TestCase):
         proc = run("sweep", "--gpus", "2", "-e", "1K")
         self.assertEqual(proc.returncode, 2, proc.stderr)
         self.assertRegex(proc.stderr, NO_DEVICE.format(host=re.escape(socket.gethostname())))
+
+    def test_gpus_with_shared_gpu_is_refused_in_one_line(self):
+        # NCCL refuses two ranks on one GPU in one process: refused whatever
+        # the machine has, so the answer is the same here as on a GPU node.
+        for gpus in ("1", "4"):
+            proc = run("sweep", "--gpus", gpus, "--allow-shared-gpu", "-e", "1K")
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertEqual(proc.stdout, "")
+            self.assertRegex(proc.stderr, r"^fabricbench: error: --allow-shared-gpu cannot be combined with --gpus: "
+                                          r"NCCL refuses two ranks on one GPU in one process; [^\n]+\n$")
 
     def test_auto_falls_back_to_mpi_with_a_notice(self):
         proc = run("sweep", "--transport", "auto", "-e", "64", "--ops", "allreduce")

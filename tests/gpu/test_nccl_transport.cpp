@@ -1,16 +1,22 @@
 // The NCCL transport on real GPUs: every op x dtype x redop x placement
 // correct, the device pattern equal to the host's byte for byte, corruption
-// caught, batches timed (plain and graph), and the timeout path. One rank on
-// one GPU, then one thread per visible GPU when there are several.
+// caught, batches timed (plain, graph, past the held-batch limit, in place),
+// communicators torn down and split again and again in one process, the
+// transport's device current after the topology probe, and the timeout path.
+// One rank on one GPU, then one thread per visible GPU when there are
+// several. scripts/gpu-check.sh runs each case in its own process.
 #include "fabricbench/transport/nccl/nccl_transport.hpp"
 
 #include <chrono>
+#include <cstdlib>
 #include <thread>
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include "fabricbench/comm/local_comm.hpp"
+#include "fabricbench/topology/gpu_probe.hpp"
+#include "fabricbench/transport/cuda/gpu_wait.hpp"
 #include "fabricbench/transport/cuda/kernels.hpp"
 #include "fabricbench/transport/pattern.hpp"
 
@@ -138,6 +144,106 @@ TEST(NcclTransport, BatchesAreTimedPlainAndAsGraph) {
   }
 }
 
+TEST(NcclTransport, BatchesPastTheHeldLimitAndInPlacePointToPointAreTimed) {
+  std::vector<Comm> group = make_thread_comms(1, 60s);
+  NcclTransport t(group[0], NcclOptions{});
+  for (const Op op : {Op::sendrecv, Op::alltoall, Op::allreduce})
+    for (const Placement p : {Placement::out_of_place, Placement::in_place}) {
+      const Counts c = counts_for(op, DType::float32, 1 << 16, 1);
+      const OpSpec spec{op, DType::float32, RedOp::sum, p, 0, c};
+      t.prepare(spec);
+      // Twice the held limit: enqueued without the hold, never stalls.
+      const int iters = 2 * held_iteration_limit(op, 1, true) + 1;
+      const BatchTiming b = t.time_batch(spec, iters, true);
+      EXPECT_GT(b.seconds, 0.0) << name(op) << ' ' << name(p);
+      EXPECT_EQ(b.per_iteration.size(), static_cast<std::size_t>(iters));
+      // The checked run still stages in place and is right.
+      t.fill(spec);
+      t.run_once(spec);
+      EXPECT_EQ(t.verify(spec), 0U) << name(op) << ' ' << name(p);
+    }
+}
+
+TEST(NcclTransport, CommunicatorsComeAndGoInOneProcess) {
+  // Finalize, then poll, then destroy: a destroy while the finalize is in
+  // progress would leave this thread inside an NCCL group, and every later
+  // transport's calls would only queue.
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Comm> group = make_thread_comms(1, 60s);
+    NcclOptions options;
+    options.timeout = 30s;
+    NcclTransport t(group[0], options);
+    const Counts c = counts_for(Op::allreduce, DType::float32, 1 << 20, 1);
+    const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::out_of_place, 0, c};
+    t.prepare(spec);
+    t.fill(spec);
+    t.run_once(spec);
+    EXPECT_EQ(t.verify(spec), 0U) << "round " << round;
+    // Split after split, as the ladder and the pair rounds do.
+    for (int split = 0; split < 3; ++split) {
+      const Comm sub = group[0].split(0, 0);
+      const std::unique_ptr<Transport> part = t.split(sub, 0, 0);
+      ASSERT_NE(part, nullptr);
+      part->prepare(spec);
+      part->fill(spec);
+      part->run_once(spec);
+      EXPECT_EQ(part->verify(spec), 0U) << "round " << round << " split " << split;
+      EXPECT_GT(part->time_batch(spec, 10, false).seconds, 0.0);
+    }
+  }
+}
+
+TEST(NcclTransport, TheTransportsDeviceIsCurrentAfterTheTopologyProbe) {
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  const int mine = count - 1;  // the probe visits every GPU; the last one is the one it used to leave current
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  std::vector<Comm> group = make_thread_comms(1, 60s);
+  NcclOptions options;
+  options.device = mine;
+  NcclTransport t(group[0], options);
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0) << "the transport left its device current";
+  const std::unique_ptr<GpuInfoSource> probe = make_system_gpu_source();
+  const GpuReport report = probe->query();
+  ASSERT_EQ(report.gpus.size(), static_cast<std::size_t>(count));
+  const GpuBandwidth bandwidth = probe->measure();
+  for (const std::string& note : bandwidth.notes) ADD_FAILURE() << note;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0) << "the probe left GPU " << current << " current";
+  // The transport's buffers and stream live on its own device.
+  const Counts c = counts_for(Op::allreduce, DType::float32, 1 << 20, 1);
+  const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::out_of_place, 0, c};
+  t.prepare(spec);
+  t.fill(spec);
+  t.run_once(spec);
+  EXPECT_EQ(t.verify(spec), 0U);
+  cudaPointerAttributes attributes{};
+  ASSERT_EQ(cudaPointerGetAttributes(&attributes, t.output(spec)), cudaSuccess);
+  EXPECT_EQ(attributes.device, mine);
+  int stream_device = -1;
+  ASSERT_EQ(cudaStreamGetDevice(t.stream(), &stream_device), cudaSuccess);
+  EXPECT_EQ(stream_device, mine);
+  EXPECT_GT(t.time_batch(spec, 20, true).seconds, 0.0);
+}
+
+TEST(NcclTransport, NoHoldUnderCudaLaunchBlocking) {
+  // The runtime reads CUDA_LAUNCH_BLOCKING once per process (gpu-check.sh
+  // runs the binary under it); the transport's own reading is checked here.
+  ASSERT_EQ(setenv("CUDA_LAUNCH_BLOCKING", "1", 1), 0);  // NOLINT(concurrency-mt-unsafe): no other thread yet
+  std::vector<Comm> group = make_thread_comms(1, 60s);
+  NcclTransport t(group[0], NcclOptions{});
+  ASSERT_EQ(unsetenv("CUDA_LAUNCH_BLOCKING"), 0);  // NOLINT(concurrency-mt-unsafe)
+  EXPECT_FALSE(t.holds());
+  const Counts c = counts_for(Op::allreduce, DType::float32, 4096, 1);
+  const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::out_of_place, 0, c};
+  t.prepare(spec);
+  EXPECT_GT(t.time_batch(spec, 5, true).seconds, 0.0);
+  std::vector<Comm> other = make_thread_comms(1, 60s);
+  EXPECT_TRUE(NcclTransport(other[0], NcclOptions{}).holds());
+}
+
 TEST(NcclTransport, AHoldThatNeverReleasesEndsInAnAbortWithinTheDeadline) {
   std::vector<Comm> group = make_thread_comms(1, 60s);
   NcclOptions options;
@@ -157,6 +263,32 @@ TEST(NcclTransport, AHoldThatNeverReleasesEndsInAnAbortWithinTheDeadline) {
     EXPECT_NE(what.find("aborted"), std::string::npos) << what;
   }
   EXPECT_LT(std::chrono::steady_clock::now() - start, 4s);
+}
+
+TEST(NcclTransport, ATimedOutTransportIsTornDownWithinTheDeadline) {
+  // The hold is released on the way out, and the destructor's own wait has
+  // a deadline: no stall to the spin kernel's expiry.
+  const auto start = std::chrono::steady_clock::now();
+  {
+    std::vector<Comm> group = make_thread_comms(1, 60s);
+    NcclOptions options;
+    options.timeout = 2s;
+    NcclTransport t(group[0], options);
+    const Counts c = counts_for(Op::allreduce, DType::float32, 4096, 1);
+    const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::out_of_place, 0, c};
+    t.prepare(spec);
+    EXPECT_THROW(t.run_held_forever(spec), TimeoutError);
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 8s);
+  // The process is still usable: a new transport works.
+  std::vector<Comm> group = make_thread_comms(1, 60s);
+  NcclTransport t(group[0], NcclOptions{});
+  const Counts c = counts_for(Op::allreduce, DType::float32, 4096, 1);
+  const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::out_of_place, 0, c};
+  t.prepare(spec);
+  t.fill(spec);
+  t.run_once(spec);
+  EXPECT_EQ(t.verify(spec), 0U);
 }
 
 }  // namespace

@@ -88,18 +88,19 @@ TEST(SweepMpi, TooSmallSizesAreSkippedWithAReasonNotZero) {
   MpiTransport transport(world);
   RunConfig config;
   config.ops = {Op::allgather};
-  config.sizes = {4};
+  // Under 16 B per rank is skipped (nccl-tests' rounding); 16 B per rank is measured.
+  const auto n = static_cast<std::size_t>(world.size());
+  config.sizes = {16 * n - 4, 16 * n};
   config.iterations.fixed_iters = 2;
   config.inplace = InPlaceChoice::no;
   const auto records = run_sweep(config, transport, world, {});
   if (world.rank() != 0) return;
-  ASSERT_EQ(records.size(), 1U);
-  if (world.size() == 1) {
-    EXPECT_TRUE(records[0].timing);
-  } else {
-    EXPECT_FALSE(records[0].timing);
-    EXPECT_NE(records[0].skipped.find("fewer float elements than there are ranks"), std::string::npos);
-  }
+  ASSERT_EQ(records.size(), 2U);
+  EXPECT_FALSE(records[0].timing);
+  EXPECT_NE(records[0].skipped.find("under 16 B of float per rank"), std::string::npos) << records[0].skipped;
+  ASSERT_TRUE(records[1].timing);
+  EXPECT_EQ(records[1].bytes, 16 * n);
+  EXPECT_EQ(records[1].count, 4U);
 }
 
 TEST(SweepMpi, ListenerSeesEveryPointAndOpEnd) {

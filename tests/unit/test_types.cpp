@@ -51,25 +51,49 @@ TEST(Counts, WholeBufferOpsUseEveryElement) {
   EXPECT_EQ(c.bytes, 1024U);
 }
 
-TEST(Counts, PerRankOpsRoundDownToARankMultipleAsNcclTests) {
-  // 1024 B of float on 3 ranks: 256 elements -> 85 per rank, 255 in all.
+TEST(Counts, PerRankOpsRoundDownTo16BytesPerRankAsNcclTests) {
+  // 1024 B of float on 3 ranks: 256 elements -> 85 per rank -> 84 (336 B, a
+  // multiple of 16), 252 in all.
   const Counts ag = counts_for(Op::allgather, DType::float32, 1024, 3);
-  EXPECT_EQ(ag.param, 85U);
-  EXPECT_EQ(ag.send, 85U);
-  EXPECT_EQ(ag.recv, 255U);
-  EXPECT_EQ(ag.bytes, 1020U);
+  EXPECT_EQ(ag.param, 84U);
+  EXPECT_EQ(ag.send, 84U);
+  EXPECT_EQ(ag.recv, 252U);
+  EXPECT_EQ(ag.bytes, 1008U);
   const Counts rs = counts_for(Op::reducescatter, DType::float32, 1024, 3);
-  EXPECT_EQ(rs.send, 255U);
-  EXPECT_EQ(rs.recv, 85U);
-  const Counts a2a = counts_for(Op::alltoall, DType::int8, 10, 4);
-  EXPECT_EQ(a2a.param, 2U);
-  EXPECT_EQ(a2a.send, 8U);
-  EXPECT_EQ(a2a.recv, 8U);
-  EXPECT_EQ(a2a.bytes, 8U);
+  EXPECT_EQ(rs.send, 252U);
+  EXPECT_EQ(rs.recv, 84U);
+  // 100 int8 on 4 ranks: 25 per rank -> 16.
+  const Counts a2a = counts_for(Op::alltoall, DType::int8, 100, 4);
+  EXPECT_EQ(a2a.param, 16U);
+  EXPECT_EQ(a2a.send, 64U);
+  EXPECT_EQ(a2a.recv, 64U);
+  EXPECT_EQ(a2a.bytes, 64U);
+}
+
+TEST(Counts, PerRankSizesAgreeAcrossRankCountsAsNcclTests) {
+  // nccl-tests: count = (bytes / elt / nranks) & ~(16 / elt - 1).
+  for (const DType d : {DType::int8, DType::half, DType::float32, DType::float64}) {
+    const std::size_t elt = element_size(d);
+    for (const int n : {1, 2, 3, 6, 8, 12, 24})
+      for (const std::size_t bytes : {std::size_t{1} << 20, std::size_t{64} << 20, std::size_t{1000000}}) {
+        const std::size_t want = (bytes / elt / static_cast<std::size_t>(n)) & ~(16 / elt - 1);
+        for (const Op op : {Op::allgather, Op::reducescatter, Op::alltoall}) {
+          const Counts c = counts_for(op, d, bytes, n);
+          EXPECT_EQ(c.param, want) << name(op) << ' ' << name(d) << ' ' << n << ' ' << bytes;
+          EXPECT_EQ(c.param * elt % 16, 0U);
+          EXPECT_EQ(c.bytes, want * static_cast<std::size_t>(n) * elt);
+        }
+      }
+  }
+  // Whole-buffer ops are not rounded (nccl-tests neither).
+  EXPECT_EQ(counts_for(Op::allreduce, DType::float32, 1000, 6).param, 250U);
+  EXPECT_EQ(counts_for(Op::sendrecv, DType::int8, 7, 6).param, 7U);
 }
 
 TEST(Counts, TooSmallForTheRanksGivesZero) {
   EXPECT_EQ(counts_for(Op::allgather, DType::float32, 8, 4).param, 0U);
+  EXPECT_EQ(counts_for(Op::allgather, DType::float32, 60, 4).param, 0U);  // 15 B per rank
+  EXPECT_EQ(counts_for(Op::allgather, DType::float32, 64, 4).param, 4U);
   EXPECT_EQ(counts_for(Op::allreduce, DType::float64, 8, 4).param, 1U);
 }
 

@@ -41,7 +41,9 @@ GpuRecord gather_gpu_record(const Transport& transport, const Comm& world);
 bool wants_local_group(const RunConfig& config);
 // Runs `body` once per member of that group (threads, or this process) and
 // returns the exit code: the first member's, or the failing member's. Errors
-// print one line; a failing member fails the whole group.
+// print one line; a failing member fails the whole group. --gpus with
+// --allow-shared-gpu is refused (exit 2, one line) before any GPU is
+// touched: NCCL refuses two ranks on one GPU in one process.
 int run_local_group(const RunConfig& config, const std::function<int(const Comm&)>& body);
 
 }  // namespace fabricbench

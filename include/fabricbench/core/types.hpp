@@ -63,8 +63,13 @@ struct Counts {
   std::size_t bytes = 0;
 };
 
+// Per-rank element counts (all-gather, reduce-scatter, all-to-all) are
+// whole multiples of this many bytes, as in nccl-tests.
+inline constexpr std::size_t per_rank_align_bytes = 16;
+
 // Counts for a buffer of `bytes` bytes on `nranks` ranks. `bytes` must be a
-// multiple of the element size (the CLI checks); per-rank ops round down.
+// multiple of the element size (the CLI checks); per-rank ops round down to
+// per_rank_align_bytes per rank.
 Counts counts_for(Op op, DType dtype, std::size_t bytes, int nranks);
 
 }  // namespace fabricbench

@@ -1,7 +1,6 @@
 #include "fabricbench/transport/cuda/cuda_support.hpp"
 
 #include <cstdio>
-#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -19,20 +18,29 @@ std::string where() {
                                 : fmt::format("host {}, rank {}", this_hostname(), current_error_rank);
 }
 
-std::string cuda_text(cudaError_t code) {
-  return fmt::format("{}: {}", cudaGetErrorName(code), cudaGetErrorString(code));
-}
-
 std::string version_text(int v) { return fmt::format("{}.{}", v / 1000, (v % 1000) / 10); }
 
 }  // namespace
+
+std::string cuda_error_text(cudaError_t code) {
+  return fmt::format("{}: {}", cudaGetErrorName(code), cudaGetErrorString(code));
+}
+
+std::string format_uuid(const cudaUUID_t& uuid) {
+  std::string text = "GPU-";
+  for (std::size_t i = 0; i < sizeof(uuid.bytes); ++i) {
+    if (i == 4 || i == 6 || i == 8 || i == 10) text += '-';
+    text += fmt::format("{:02x}", static_cast<unsigned char>(uuid.bytes[i]));
+  }
+  return text;
+}
 
 ErrorRankScope::ErrorRankScope(int rank) : previous_(current_error_rank) { current_error_rank = rank; }
 ErrorRankScope::~ErrorRankScope() { current_error_rank = previous_; }
 int error_rank() { return current_error_rank; }
 
 void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line) {
-  throw SystemError(describe_failure(call, file, line, fmt::format("{} ({})", cuda_text(code), where())));
+  throw SystemError(describe_failure(call, file, line, fmt::format("{} ({})", cuda_error_text(code), where())));
 }
 
 void throw_nccl_error(ncclResult_t code, const char* call, const char* file, int line) {
@@ -42,7 +50,7 @@ void throw_nccl_error(ncclResult_t code, const char* call, const char* file, int
 void warn_cuda_error(cudaError_t code, const char* call, const char* file, int line) noexcept {
   try {
     std::fprintf(stderr, "fabricbench: warning: %s\n",
-                 describe_failure(call, file, line, fmt::format("{} ({})", cuda_text(code), where())).c_str());
+                 describe_failure(call, file, line, fmt::format("{} ({})", cuda_error_text(code), where())).c_str());
   } catch (...) {  // NOLINT(bugprone-empty-catch): a warning that cannot be formatted is dropped
   }
 }
@@ -61,7 +69,7 @@ DeviceProbe probe_devices() noexcept {
   const cudaError_t status = cudaGetDeviceCount(&count);
   if (status != cudaSuccess) {
     try {
-      probe.reason = cuda_text(status);
+      probe.reason = cuda_error_text(status);
     } catch (...) {
       probe.reason = "cudaGetDeviceCount failed";
     }
@@ -83,13 +91,7 @@ GpuDescription describe_device(int index) {
   char bus[32] = {};
   FB_CUDA_CHECK(cudaDeviceGetPCIBusId(bus, sizeof(bus), index));
   d.pci_bus_id = bus;
-  const auto* u = reinterpret_cast<const unsigned char*>(prop.uuid.bytes);  // NOLINT: bytes of a char array
-  std::string hex;
-  for (int i = 0; i < 16; ++i) {
-    if (i == 4 || i == 6 || i == 8 || i == 10) hex += '-';
-    hex += fmt::format("{:02x}", u[i]);
-  }
-  d.uuid = "GPU-" + hex;
+  d.uuid = format_uuid(prop.uuid);
   return d;
 }
 
@@ -108,6 +110,29 @@ std::string nccl_runtime_version() {
   if (ncclGetVersion(&v) != ncclSuccess) return {};
   // NCCL >= 2.9 encodes major*10000 + minor*100 + patch.
   return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
+}
+
+DeviceGuard::DeviceGuard(int device) {
+  FB_CUDA_CHECK(cudaGetDevice(&previous_));
+  if (previous_ != device) FB_CUDA_CHECK(cudaSetDevice(device));
+}
+DeviceGuard::~DeviceGuard() {
+  int now = -1;
+  if (cudaGetDevice(&now) == cudaSuccess && now == previous_) return;
+  FB_CUDA_WARN(cudaSetDevice(previous_));
+}
+
+PinnedBuffer::PinnedBuffer(std::size_t bytes) { FB_CUDA_CHECK(cudaMallocHost(&data_, bytes)); }
+PinnedBuffer::PinnedBuffer(PinnedBuffer&& other) noexcept : data_(std::exchange(other.data_, nullptr)) {}
+PinnedBuffer& PinnedBuffer::operator=(PinnedBuffer&& other) noexcept {
+  if (this != &other) {
+    PinnedBuffer doomed(std::move(*this));
+    data_ = std::exchange(other.data_, nullptr);
+  }
+  return *this;
+}
+PinnedBuffer::~PinnedBuffer() {
+  if (data_ != nullptr) FB_CUDA_WARN(cudaFreeHost(data_));
 }
 
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : size_(bytes) {
@@ -204,26 +229,56 @@ GraphExec::~GraphExec() {
   if (graph_ != nullptr) FB_CUDA_WARN(cudaGraphDestroy(graph_));
 }
 
-NcclComm::NcclComm(NcclComm&& other) noexcept : comm_(std::exchange(other.comm_, nullptr)) {}
+NcclComm::NcclComm(NcclComm&& other) noexcept
+    : comm_(std::exchange(other.comm_, nullptr)), blocking_(other.blocking_), teardown_limit_(other.teardown_limit_) {}
 NcclComm& NcclComm::operator=(NcclComm&& other) noexcept {
   if (this != &other) {
     release();
     comm_ = std::exchange(other.comm_, nullptr);
+    blocking_ = other.blocking_;
+    teardown_limit_ = other.teardown_limit_;
   }
   return *this;
 }
 NcclComm::~NcclComm() { release(); }
 
+PollState nccl_state(ncclComm_t comm, ncclResult_t* error) {
+  ncclResult_t state = ncclSuccess;
+  const ncclResult_t rc = ncclCommGetAsyncError(comm, &state);
+  if (rc != ncclSuccess) state = rc;
+  if (error != nullptr) *error = state;
+  if (state == ncclSuccess) return PollState::done;
+  return state == ncclInProgress ? PollState::pending : PollState::failed;
+}
+
 void NcclComm::release() noexcept {
   if (comm_ == nullptr) return;
-  // Finalize flushes outstanding work; a communicator in error is aborted
-  // instead, since finalizing it could wait forever.
-  ncclResult_t state = ncclSuccess;
-  if (ncclCommGetAsyncError(comm_, &state) == ncclSuccess && state == ncclSuccess) {
-    FB_NCCL_WARN(ncclCommFinalize(comm_));
-    FB_NCCL_WARN(ncclCommDestroy(comm_));
-  } else {
+  ncclResult_t error = ncclSuccess;
+  const CommTeardown steps{[&] { return nccl_state(comm_, &error); },
+                           [&] {
+                             const ncclResult_t rc = ncclCommFinalize(comm_);
+                             if (rc == ncclSuccess || rc == ncclInProgress) return true;
+                             warn_nccl_error(rc, "ncclCommFinalize(comm_)", __FILE__, __LINE__);
+                             return false;
+                           },
+                           [&] { FB_NCCL_WARN(ncclCommDestroy(comm_)); }, [&] { FB_NCCL_WARN(ncclCommAbort(comm_)); }};
+  TeardownEnd end = TeardownEnd::aborted_failed;
+  try {
+    end = tear_down(steps, std::chrono::steady_clock::now() + teardown_limit_);
+  } catch (...) {  // std::function's own failures only: abort to be safe
     FB_NCCL_WARN(ncclCommAbort(comm_));
+  }
+  if (end == TeardownEnd::aborted_expired || (end == TeardownEnd::aborted_failed && error != ncclSuccess)) {
+    try {
+      std::fprintf(stderr, "fabricbench: warning: %s\n",
+                   (end == TeardownEnd::aborted_expired
+                        ? fmt::format("ncclCommFinalize did not finish within {} ms ({}); the communicator was aborted",
+                                      teardown_limit_.count(), where())
+                        : fmt::format("NCCL communicator in error at teardown: {} ({}); it was aborted",
+                                      ncclGetErrorString(error), where()))
+                       .c_str());
+    } catch (...) {  // NOLINT(bugprone-empty-catch): a warning that cannot be formatted is dropped
+    }
   }
   comm_ = nullptr;
 }
@@ -235,58 +290,57 @@ void NcclComm::abort() noexcept {
 }
 
 namespace {
-// Short sleeps first (a small op finishes in microseconds), then longer ones
-// so a long wait does not burn a core.
-void back_off(int& polls) {
-  ++polls;
-  if (polls < 100)
-    std::this_thread::yield();
-  else
-    std::this_thread::sleep_for(std::chrono::microseconds(polls < 1000 ? 20 : 500));
-}
-
 [[noreturn]] void expire(NcclComm& comm, const std::string& what, const char* waiting_for) {
   comm.abort();
   throw TimeoutError(
       fmt::format("timed out waiting for {} ({}); the NCCL communicator was aborted", what, waiting_for));
 }
-
-void check_async(NcclComm& comm, const std::string& what) {
-  ncclResult_t state = ncclSuccess;
-  FB_NCCL_CHECK(ncclCommGetAsyncError(comm.get(), &state));
-  if (state != ncclSuccess && state != ncclInProgress) {
-    comm.abort();
-    throw SystemError(
-        fmt::format("NCCL reported an asynchronous error during {}: {}", what, ncclGetErrorString(state)));
-  }
-}
 }  // namespace
 
 void wait_event(cudaEvent_t event, NcclComm& comm, Deadline deadline, const std::string& what) {
-  int polls = 0;
-  for (;;) {
-    const cudaError_t status = cudaEventQuery(event);
-    if (status == cudaSuccess) return;
-    if (status != cudaErrorNotReady) throw_cuda_error(status, "cudaEventQuery(event)", __FILE__, __LINE__);
-    check_async(comm, what);
-    if (std::chrono::steady_clock::now() > deadline) expire(comm, what, "the GPU stream");
-    back_off(polls);
+  cudaError_t cuda = cudaSuccess;
+  ncclResult_t nccl = ncclSuccess;
+  const WaitEnd end = poll_until(
+      [&] {
+        cuda = cudaEventQuery(event);
+        if (cuda == cudaSuccess) return PollState::done;
+        if (cuda != cudaErrorNotReady) return PollState::failed;
+        cuda = cudaSuccess;
+        // A peer that failed makes NCCL report it here while our stream waits.
+        return nccl_state(comm.get(), &nccl) == PollState::failed ? PollState::failed : PollState::pending;
+      },
+      deadline);
+  if (end == WaitEnd::done) return;
+  if (end == WaitEnd::expired) expire(comm, what, "the GPU stream");
+  if (cuda != cudaSuccess) {
+    comm.abort();
+    throw_cuda_error(cuda, "cudaEventQuery(event)", __FILE__, __LINE__);
   }
+  comm.abort();
+  throw SystemError(fmt::format("NCCL reported an asynchronous error during {}: {}; the communicator was aborted", what,
+                                ncclGetErrorString(nccl)));
 }
 
 void wait_comm_ready(NcclComm& comm, Deadline deadline, const std::string& what) {
-  int polls = 0;
-  for (;;) {
-    ncclResult_t state = ncclSuccess;
-    FB_NCCL_CHECK(ncclCommGetAsyncError(comm.get(), &state));
-    if (state == ncclSuccess) return;
-    if (state != ncclInProgress) {
-      comm.abort();
-      throw SystemError(fmt::format("NCCL failed during {}: {}", what, ncclGetErrorString(state)));
-    }
-    if (std::chrono::steady_clock::now() > deadline) expire(comm, what, "the NCCL communicator");
-    back_off(polls);
-  }
+  ncclResult_t error = ncclSuccess;
+  const WaitEnd end = poll_until([&] { return nccl_state(comm.get(), &error); }, deadline);
+  if (end == WaitEnd::done) return;
+  if (end == WaitEnd::expired) expire(comm, what, "the NCCL communicator");
+  comm.abort();
+  throw SystemError(fmt::format("NCCL failed during {}: {}", what, ncclGetErrorString(error)));
+}
+
+bool wait_event_until(cudaEvent_t event, Deadline deadline) {
+  cudaError_t status = cudaSuccess;
+  const WaitEnd end = poll_until(
+      [&] {
+        status = cudaEventQuery(event);
+        if (status == cudaSuccess) return PollState::done;
+        return status == cudaErrorNotReady ? PollState::pending : PollState::failed;
+      },
+      deadline);
+  if (end == WaitEnd::failed) throw_cuda_error(status, "cudaEventQuery(event)", __FILE__, __LINE__);
+  return end == WaitEnd::done;
 }
 
 }  // namespace fabricbench

@@ -1,22 +1,27 @@
 #include "fabricbench/transport/nccl/nccl_transport.hpp"
 
+#include <algorithm>
 #include <atomic>
-#include <cstring>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <mutex>
 #include <thread>
 
 #include <fmt/format.h>
 
 #include "fabricbench/comm/layout.hpp"
+#include "fabricbench/transport/cuda/gpu_wait.hpp"
 #include "fabricbench/transport/cuda/kernels.hpp"
 #include "fabricbench/transport/pattern.hpp"
 
 namespace fabricbench {
 namespace {
 
-// Pending launches that fit behind the hold with room to spare (a stream
-// queues about a thousand before a launch blocks, which with the stream held
-// would never return).
-constexpr int max_held_launches = 400;
+// How long a hold may last on the host's side before the watchdog releases
+// it: far beyond any enqueue of a batch that fits (milliseconds), short
+// enough that a blocked launch costs little.
+constexpr auto hold_watchdog = std::chrono::seconds(2);
 
 ncclDataType_t nccl_type(DType dtype) {
   switch (dtype) {
@@ -71,57 +76,136 @@ kernels::PatternLaunch launch_of(const OpSpec& spec, int rank, int nranks) {
           spec.counts.param, spec.counts.send, spec.counts.recv};
 }
 
-// Point-to-point ops cannot read and write one buffer at once.
-bool staged(const OpSpec& spec) {
+// Point-to-point ops cannot read and write one buffer at once: the checked
+// run stages the input into the send buffer.
+bool p2p_in_place(const OpSpec& spec) {
   return spec.placement == Placement::in_place && (spec.op == Op::sendrecv || spec.op == Op::alltoall);
 }
 
-ncclConfig_t nonblocking_config() {
+ncclConfig_t comm_config(bool blocking) {
   ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
-  // Non-blocking: initialization and every call return at once and are
-  // polled against a deadline, so a rank that never arrives cannot hang us.
-  config.blocking = 0;
+  config.blocking = blocking ? 1 : 0;
   return config;
 }
 
-// Selects the device before anything else touches CUDA on this thread.
-GpuDescription bind_device(int device) {
-  FB_CUDA_CHECK(cudaSetDevice(device));
-  return describe_device(device);
-}
-
-NcclComm init_comm(const Comm& comm, const NcclOptions& options) {
+// The control communicator: non-blocking, so its initialization is polled
+// against the deadline and a rank that never arrives cannot hang us.
+NcclComm init_control(const Comm& comm, const NcclOptions& options) {
   ncclUniqueId id{};
   if (comm.rank() == 0) FB_NCCL_CHECK(ncclGetUniqueId(&id));
   comm.broadcast(std::as_writable_bytes(std::span<ncclUniqueId>(&id, 1)), 0);
-  ncclConfig_t config = nonblocking_config();
-  ncclComm_t raw = nullptr;
+  ncclConfig_t config = comm_config(false);
+  ncclComm_t raw = nullptr;  // set before the call returns (ncclCommInitRankDev)
   FB_NCCL_CHECK(ncclCommInitRankConfig(&raw, comm.size(), id, comm.rank(), &config));
-  NcclComm owned(raw);
+  NcclComm owned(raw, false, options.timeout);
   wait_comm_ready(owned, std::chrono::steady_clock::now() + options.timeout,
                   fmt::format("ncclCommInitRankConfig of {} ranks on rank {} (host {})", comm.size(), comm.rank(),
                               this_hostname()));
   return owned;
 }
 
+// Holds a stream's hold kernel open until release(), or until the watchdog
+// releases it. Releasing is idempotent and happens on every path out of the
+// scope.
+class HoldWatch {
+ public:
+  HoldWatch(volatile int* release_flag, bool active) : flag_(release_flag) {
+    if (!active) return;
+    thread_ = std::thread([this] {
+      std::unique_lock<std::mutex> lock(mutex_);
+      if (!changed_.wait_for(lock, hold_watchdog, [this] { return done_; })) {
+        fired_ = true;
+        open();
+      }
+    });
+  }
+  HoldWatch(const HoldWatch&) = delete;
+  HoldWatch& operator=(const HoldWatch&) = delete;
+  ~HoldWatch() { release(); }
+
+  void release() noexcept {
+    {
+      const std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    open();
+  }
+  // Whether the watchdog released the hold (valid after release()).
+  [[nodiscard]] bool fired() const { return fired_; }
+
+ private:
+  void open() noexcept {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    flag_[0] = 1;
+  }
+  volatile int* flag_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool done_ = false;
+  bool fired_ = false;
+  std::thread thread_;
+};
+
 }  // namespace
 
-NcclTransport::NcclTransport(const Comm& comm, const NcclOptions& options)
-    : NcclTransport(comm, options, NcclComm(), bind_device(options.device)) {}
+NcclTransport::NcclTransport(const Comm& comm, const NcclOptions& options) : NcclTransport(comm, options, NcclComm()) {}
 
-NcclTransport::NcclTransport(const Comm& comm, const NcclOptions& options, NcclComm nccl, GpuDescription gpu)
-    : comm_(&comm),
+NcclTransport::NcclTransport(const Comm& comm, const NcclOptions& options, NcclComm control)
+    : member_device_(std::in_place, options.device),
+      comm_(&comm),
       options_(options),
       rank_(comm.rank()),
       size_(comm.size()),
-      gpu_(std::move(gpu)),
-      nccl_(nccl.get() != nullptr ? std::move(nccl) : init_comm(comm, options)) {}
+      gpu_(describe_device(options.device)),
+      // NOLINTNEXTLINE(concurrency-mt-unsafe): read once, before this transport's threads
+      hold_allowed_(!launch_blocking([](const char* name) { return std::getenv(name); })),
+      control_(control.get() != nullptr ? std::move(control) : init_control(comm, options)) {
+  const ErrorRankScope scope(rank_);
+  split_measuring();
+  member_device_.reset();
+}
+
+void NcclTransport::split_measuring() {
+  ncclConfig_t config = comm_config(true);
+  split_slot_ = nullptr;
+  const std::string what =
+      fmt::format("ncclCommSplit of the measuring communicator on rank {} (host {})", rank_, this_hostname());
+  FB_NCCL_CHECK(ncclCommSplit(control_.get(), 0, rank_, &split_slot_, &config));
+  try {
+    // The split runs on NCCL's thread and reports through the parent.
+    wait_comm_ready(control_, deadline(), what);
+  } catch (...) {
+    // The parent's abort has joined NCCL's thread: the slot no longer changes.
+    if (split_slot_ != nullptr) FB_NCCL_WARN(ncclCommAbort(std::exchange(split_slot_, nullptr)));
+    throw;
+  }
+  if (split_slot_ == nullptr) throw SystemError(fmt::format("{} finished without a communicator", what));
+  nccl_ = NcclComm(std::exchange(split_slot_, nullptr), true, options_.timeout);
+}
 
 NcclTransport::~NcclTransport() {
-  // Work still queued (after an error) must not outlive the buffers it uses.
-  if (nccl_.get() != nullptr && stream_.get() != nullptr) {
+  try {
+    member_device_.emplace(gpu_.index);
+    const ErrorRankScope scope(rank_);
+    // Work still queued (after an error) must not outlive the buffers it
+    // uses; a stream that does not drain within the deadline (a dead peer)
+    // has its communicators aborted, which ends NCCL's kernels.
     hold_flags_.host()[0] = 1;
-    FB_CUDA_WARN(cudaStreamSynchronize(stream_.get()));
+    if (nccl_.get() != nullptr && stream_.get() != nullptr) {
+      FB_CUDA_CHECK(cudaEventRecord(end_.get(), stream_.get()));
+      if (!wait_event_until(end_.get(), deadline())) {
+        std::fprintf(stderr, "fabricbench: warning: rank %d's GPU stream did not drain within %lld ms; aborting NCCL\n",
+                     rank_, static_cast<long long>(options_.timeout.count()));
+        nccl_.abort();
+        control_.abort();
+      }
+    }
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "fabricbench: warning: %s; aborting NCCL\n", e.what());
+    nccl_.abort();
+    control_.abort();
   }
 }
 
@@ -165,6 +249,7 @@ void NcclTransport::settle(const std::string& what) {
 
 void NcclTransport::prepare(const OpSpec& spec) {
   const ErrorRankScope scope(rank_);
+  const DeviceGuard device(gpu_.index);
   const std::size_t elt = element_size(spec.dtype);
   const std::size_t send_bytes = std::max(spec.counts.send, spec.counts.recv) * elt;
   const std::size_t recv_bytes = std::max(spec.counts.recv, spec.counts.send) * elt;
@@ -174,6 +259,7 @@ void NcclTransport::prepare(const OpSpec& spec) {
 
 void NcclTransport::fill(const OpSpec& spec) {
   const ErrorRankScope scope(rank_);
+  const DeviceGuard device(gpu_.index);
   const std::size_t elt = element_size(spec.dtype);
   cudaStream_t s = stream_.get();
   FB_CUDA_CHECK(kernels::fill_input(send_.get(), launch_of(spec, rank_, size_), s));
@@ -190,7 +276,7 @@ void NcclTransport::fill(const OpSpec& spec) {
   settle("filling the pattern for " + describe(spec));
 }
 
-void NcclTransport::issue(const OpSpec& spec) {
+void NcclTransport::issue(const OpSpec& spec, bool timed) {
   const bool in_place = spec.placement == Placement::in_place;
   const ncclDataType_t type = nccl_type(spec.dtype);
   const ncclRedOp_t op = nccl_op(spec.redop);
@@ -200,10 +286,12 @@ void NcclTransport::issue(const OpSpec& spec) {
   cudaStream_t s = stream_.get();
   std::byte* send = send_.bytes();
   std::byte* recv = recv_.bytes();
-  if (staged(spec)) {
-    FB_CUDA_CHECK(cudaMemcpyAsync(send, recv, spec.counts.send * elt, cudaMemcpyDeviceToDevice, s));
-  }
-  const std::byte* source = in_place && !staged(spec) ? recv : send;
+  // Checked in place, send/recv and all-to-all stage the input first; timed,
+  // they pass the one buffer twice, as nccl-tests' in-place columns do.
+  const bool staged = !timed && p2p_in_place(spec);
+  if (staged) FB_CUDA_CHECK(cudaMemcpyAsync(send, recv, spec.counts.send * elt, cudaMemcpyDeviceToDevice, s));
+  const bool one_buffer = in_place && !staged;
+  const std::byte* source = one_buffer ? recv : send;
   switch (spec.op) {
     case Op::allreduce:
       FB_NCCL_CHECK(ncclAllReduce(source, recv, count, type, op, c, s));
@@ -227,27 +315,27 @@ void NcclTransport::issue(const OpSpec& spec) {
       FB_NCCL_CHECK(ncclGroupStart());
       for (int peer = 0; peer < size_; ++peer) {
         const std::size_t offset = static_cast<std::size_t>(peer) * count * elt;
-        FB_NCCL_CHECK(ncclSend(send + offset, count, type, peer, c, s));
+        FB_NCCL_CHECK(ncclSend(source + offset, count, type, peer, c, s));
         FB_NCCL_CHECK(ncclRecv(recv + offset, count, type, peer, c, s));
       }
       FB_NCCL_CHECK(ncclGroupEnd());
       break;
     case Op::sendrecv:
       FB_NCCL_CHECK(ncclGroupStart());
-      FB_NCCL_CHECK(ncclSend(send, count, type, (rank_ + 1) % size_, c, s));
+      FB_NCCL_CHECK(ncclSend(source, count, type, (rank_ + 1) % size_, c, s));
       FB_NCCL_CHECK(ncclRecv(recv, count, type, (rank_ - 1 + size_) % size_, c, s));
       FB_NCCL_CHECK(ncclGroupEnd());
       break;
   }
-  // A non-blocking communicator may still be connecting (first calls).
-  ncclResult_t state = ncclSuccess;
-  FB_NCCL_CHECK(ncclCommGetAsyncError(c, &state));
-  if (state == ncclInProgress) wait_comm_ready(nccl_, deadline(), describe(spec));
+  // The measuring communicator is blocking: its calls return when enqueued.
+  // One that was not would still be connecting here.
+  if (!nccl_.blocking()) wait_comm_ready(nccl_, deadline(), describe(spec));
 }
 
 void NcclTransport::run_once(const OpSpec& spec) {
   const ErrorRankScope scope(rank_);
-  issue(spec);
+  const DeviceGuard device(gpu_.index);
+  issue(spec, false);
   settle(describe(spec));
 }
 
@@ -260,6 +348,7 @@ void* NcclTransport::output(const OpSpec& spec) const {
 
 std::uint64_t NcclTransport::verify(const OpSpec& spec) {
   const ErrorRankScope scope(rank_);
+  const DeviceGuard device(gpu_.index);
   cudaStream_t s = stream_.get();
   FB_CUDA_CHECK(cudaMemsetAsync(wrong_.get(), 0, sizeof(unsigned long long), s));
   FB_CUDA_CHECK(kernels::count_wrong(output(spec), launch_of(spec, rank_, size_),
@@ -270,8 +359,49 @@ std::uint64_t NcclTransport::verify(const OpSpec& spec) {
   return wrong;
 }
 
+bool NcclTransport::enqueue_batch(const OpSpec& spec, int iters, bool per_iteration, const cudaGraphExec_t graph) {
+  cudaStream_t s = stream_.get();
+  volatile int* flags = hold_flags_.host();
+  int limit = held_iteration_limit(spec.op, size_, per_iteration);
+  if (hold_limit_ > 0) limit = std::min(limit, hold_limit_);
+  // The first batch of a new operation, size or placement (the sweep's
+  // warm-up) is not held: NCCL connects lazily on first use, and its
+  // connection setup may wait on work queued behind the hold.
+  const TimedKind kind{spec.op, spec.dtype, spec.placement, spec.counts.bytes};
+  const bool first = !last_timed_ || !(*last_timed_ == kind);
+  last_timed_ = kind;
+  const bool held = hold_allowed_ && !first && (graph != nullptr || iters <= limit);
+  flags[0] = 0;
+  flags[1] = 0;
+  // Released on every way out of this scope, errors included.
+  HoldWatch watch(flags, held);
+  if (held) {
+    FB_CUDA_CHECK(kernels::hold(hold_flags_.device(), hold_flags_.device() + 1,
+                                static_cast<std::uint64_t>(options_.timeout.count()) * 1000000U, s));
+  }
+  FB_CUDA_CHECK(cudaEventRecord(start_.get(), s));
+  if (graph != nullptr) {
+    FB_CUDA_CHECK(cudaGraphLaunch(graph, s));
+  } else {
+    for (int i = 0; i < iters; ++i) {
+      issue(spec, true);
+      if (per_iteration) FB_CUDA_CHECK(cudaEventRecord(marks_[static_cast<std::size_t>(i)].get(), s));
+    }
+  }
+  FB_CUDA_CHECK(cudaEventRecord(end_.get(), s));
+  // No rank starts its clock before every rank has enqueued: otherwise one
+  // rank's first iteration would include the others' enqueue.
+  comm_->barrier();
+  watch.release();
+  if (!watch.fired()) return false;
+  // Something blocked while held: hold at most half as many from now on.
+  hold_limit_ = std::max(1, std::min(iters, limit) / 2);
+  return true;
+}
+
 BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters, bool per_iteration) {
   const ErrorRankScope scope(rank_);
+  const DeviceGuard device(gpu_.index);
   BatchTiming timing;
   if (iters <= 0) return timing;
   const auto n = static_cast<std::size_t>(iters);
@@ -284,7 +414,7 @@ BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters, bool per_it
     FB_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     try {
       for (std::size_t i = 0; i < n; ++i) {
-        issue(spec);
+        issue(spec, true);
         if (per_iteration) FB_CUDA_CHECK(cudaEventRecordWithFlags(marks_[i].get(), s, cudaEventRecordExternal));
       }
     } catch (...) {
@@ -298,29 +428,26 @@ BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters, bool per_it
     graph = GraphExec(captured);
   }
 
-  volatile int* flags = hold_flags_.host();
-  const bool held = options_.graph || iters * (per_iteration ? 2 : 1) + 2 <= max_held_launches;
-  flags[0] = 0;
-  flags[1] = 0;
-  if (held) {
-    FB_CUDA_CHECK(kernels::hold(hold_flags_.device(), hold_flags_.device() + 1,
-                                static_cast<std::uint64_t>(options_.timeout.count()) * 1000000U, s));
-  }
-  FB_CUDA_CHECK(cudaEventRecord(start_.get(), s));
-  if (options_.graph) {
-    FB_CUDA_CHECK(cudaGraphLaunch(graph.get(), s));
-  } else {
-    for (std::size_t i = 0; i < n; ++i) {
-      issue(spec);
-      if (per_iteration) FB_CUDA_CHECK(cudaEventRecord(marks_[i].get(), s));
+  // A batch whose hold the watchdog had to release counted some enqueue or
+  // waiting time: every rank measures it once more (the decision is
+  // collective, so every rank issues the same number of operations).
+  for (int attempt = 1;; ++attempt) {
+    std::uint64_t released_early = enqueue_batch(spec, iters, per_iteration, graph.get()) ? 1 : 0;
+    wait(end_.get(), what);
+    if (hold_flags_.host()[1] != 0)
+      throw TimeoutError(fmt::format("the stream hold expired before the batch of {} was enqueued ({})", iters, what));
+    comm_->allreduce_sum(std::span<std::uint64_t>(&released_early, 1));
+    if (released_early == 0) break;
+    if (attempt == 2) {
+      if (rank_ == 0)
+        std::fputs(fmt::format("fabricbench: warning: a stream hold was released by its watchdog twice ({}); this "
+                               "batch includes some enqueue time\n",
+                               what)
+                       .c_str(),
+                   stderr);
+      break;
     }
   }
-  FB_CUDA_CHECK(cudaEventRecord(end_.get(), s));
-  std::atomic_thread_fence(std::memory_order_seq_cst);
-  flags[0] = 1;
-  wait(end_.get(), what);
-  if (flags[1] != 0)
-    throw TimeoutError(fmt::format("the stream hold expired before the batch of {} was enqueued ({})", iters, what));
 
   float ms = 0;
   FB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_.get(), end_.get()));
@@ -338,12 +465,20 @@ BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters, bool per_it
 
 void NcclTransport::run_held_forever(const OpSpec& spec) {
   const ErrorRankScope scope(rank_);
+  const DeviceGuard device(gpu_.index);
   cudaStream_t s = stream_.get();
-  hold_flags_.host()[0] = 0;
-  hold_flags_.host()[1] = 0;
+  volatile int* flags = hold_flags_.host();
+  flags[0] = 0;
+  flags[1] = 0;
   FB_CUDA_CHECK(kernels::hold(hold_flags_.device(), hold_flags_.device() + 1,
                               static_cast<std::uint64_t>(options_.timeout.count()) * 2000000U, s));
-  issue(spec);
+  // Whatever ends the wait, the hold ends with it: the spin kernel must not
+  // run on to its own expiry.
+  struct Release {
+    volatile int* flag;
+    ~Release() { flag[0] = 1; }
+  } release{flags};
+  issue(spec, true);
   FB_CUDA_CHECK(cudaEventRecord(end_.get(), s));
   wait(end_.get(), describe(spec));
 }
@@ -352,14 +487,24 @@ void NcclTransport::barrier() { comm_->barrier(); }
 
 std::unique_ptr<Transport> NcclTransport::split(const Comm& sub, int color, int key) {
   const ErrorRankScope scope(rank_);
-  ncclConfig_t config = nonblocking_config();
-  ncclComm_t raw = nullptr;
-  FB_NCCL_CHECK(ncclCommSplit(nccl_.get(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &raw, &config));
-  wait_comm_ready(nccl_, deadline(), fmt::format("ncclCommSplit on rank {} (host {})", rank_, this_hostname()));
-  if (color < 0 || raw == nullptr) return nullptr;
-  NcclComm owned(raw);
-  wait_comm_ready(owned, deadline(), fmt::format("ncclCommSplit on rank {} (host {})", rank_, this_hostname()));
-  return std::unique_ptr<Transport>(new NcclTransport(sub, options_, std::move(owned), gpu_));
+  const DeviceGuard device(gpu_.index);
+  // Non-blocking, like every control communicator: its own split of a
+  // measuring communicator is polled as this one is.
+  ncclConfig_t config = comm_config(false);
+  const std::string what = fmt::format("ncclCommSplit on rank {} (host {})", rank_, this_hostname());
+  split_slot_ = nullptr;
+  FB_NCCL_CHECK(ncclCommSplit(control_.get(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &split_slot_, &config));
+  try {
+    wait_comm_ready(control_, deadline(), what);
+  } catch (...) {
+    if (split_slot_ != nullptr) FB_NCCL_WARN(ncclCommAbort(std::exchange(split_slot_, nullptr)));
+    throw;
+  }
+  if (color < 0) return nullptr;
+  if (split_slot_ == nullptr) throw SystemError(fmt::format("{} finished without a communicator", what));
+  NcclComm owned(std::exchange(split_slot_, nullptr), false, options_.timeout);
+  wait_comm_ready(owned, deadline(), what);
+  return std::unique_ptr<Transport>(new NcclTransport(sub, options_, std::move(owned)));
 }
 
 std::optional<std::string> NcclTransport::device_text() const {

@@ -1,10 +1,14 @@
 #pragma once
-// CUDA and NCCL support for the NCCL transport: check macros that throw with
-// the call text, file:line, the error string, host and rank (and no-throw
-// twins for destructors), move-only owners of every handle, and the device
-// probe that tells "no GPU here" apart from a failure.
+// The one CUDA and NCCL layer of fabricbench, for the NCCL transport and the
+// topology probe alike: check macros that throw with the call text,
+// file:line, the error string, host and rank (and no-throw twins for
+// destructors), a guard that names the device for a scope, move-only owners
+// of every handle, the waits with a deadline, and the device probe that
+// tells "no GPU here" apart from a failure.
 //
-// Only built with CUDA; include only where FABRICBENCH_HAVE_CUDA is 1.
+// Every function that touches CUDA expects its device to be current: callers
+// hold a DeviceGuard. Only built with CUDA; include only where
+// FABRICBENCH_HAVE_CUDA is 1.
 
 #include <chrono>
 #include <cstddef>
@@ -17,6 +21,7 @@
 #include <nccl.h>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/transport/cuda/gpu_wait.hpp"
 
 namespace fabricbench {
 
@@ -41,6 +46,11 @@ class ErrorRankScope {
   int previous_;
 };
 int error_rank();
+
+// "cudaErrorNoDevice: no CUDA-capable device is detected"
+std::string cuda_error_text(cudaError_t code);
+// "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx", as nvidia-smi writes it.
+std::string format_uuid(const cudaUUID_t& uuid);
 
 [[noreturn]] void throw_cuda_error(cudaError_t code, const char* call, const char* file, int line);
 [[noreturn]] void throw_nccl_error(ncclResult_t code, const char* call, const char* file, int line);
@@ -95,6 +105,20 @@ std::string cuda_driver_version();
 std::string cuda_runtime_version();
 std::string nccl_runtime_version();
 
+// Makes `device` current for the life of a scope and restores the device
+// that was current before (CUDA's current device is per thread and global to
+// it: a probe that visits every GPU must not leave the last one current).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int device);
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  ~DeviceGuard();
+
+ private:
+  int previous_ = -1;
+};
+
 // Device memory; move-only. Freed with a warning, never a throw, on error.
 class DeviceBuffer {
  public:
@@ -112,6 +136,21 @@ class DeviceBuffer {
  private:
   void* data_ = nullptr;
   std::size_t size_ = 0;
+};
+
+// Pinned host memory (cudaMallocHost); move-only.
+class PinnedBuffer {
+ public:
+  explicit PinnedBuffer(std::size_t bytes);
+  PinnedBuffer(PinnedBuffer&& other) noexcept;
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept;
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer();
+  [[nodiscard]] void* get() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
 };
 
 // Pinned host memory mapped into the device's address space: the hold
@@ -177,32 +216,45 @@ class GraphExec {
   cudaGraphExec_t exec_ = nullptr;
 };
 
-// A NCCL communicator; move-only. Destroyed (after ncclCommFinalize) unless
-// aborted; abort() is for a communicator that may never finish its work.
+// A NCCL communicator; move-only. Released by finalize, then (a
+// non-blocking one) polling until the finalize has finished, then destroy;
+// a communicator in error, or one whose finalize does not finish within its
+// teardown limit, is aborted instead. abort() is for a communicator that
+// may never finish its work.
 class NcclComm {
  public:
   NcclComm() = default;
-  explicit NcclComm(ncclComm_t comm) : comm_(comm) {}
+  NcclComm(ncclComm_t comm, bool blocking, std::chrono::milliseconds teardown_limit)
+      : comm_(comm), blocking_(blocking), teardown_limit_(teardown_limit) {}
   NcclComm(NcclComm&& other) noexcept;
   NcclComm& operator=(NcclComm&& other) noexcept;
   NcclComm(const NcclComm&) = delete;
   NcclComm& operator=(const NcclComm&) = delete;
   ~NcclComm();
   [[nodiscard]] ncclComm_t get() const { return comm_; }
+  [[nodiscard]] bool blocking() const { return blocking_; }
   void abort() noexcept;
 
  private:
   void release() noexcept;
   ncclComm_t comm_ = nullptr;
+  bool blocking_ = false;
+  std::chrono::milliseconds teardown_limit_{0};
 };
 
-using Deadline = std::chrono::steady_clock::time_point;
+// ncclCommGetAsyncError as a poll: done on ncclSuccess, pending on
+// ncclInProgress, failed on anything else (its code in `*error`).
+PollState nccl_state(ncclComm_t comm, ncclResult_t* error);
 
 // Polls until `event` has completed, checking `comm`'s asynchronous error
 // between polls. Past `deadline` aborts `comm` and throws TimeoutError with
 // `what` (the op, size, rank, host and GPU).
 void wait_event(cudaEvent_t event, NcclComm& comm, Deadline deadline, const std::string& what);
-// Polls until `comm` has left ncclInProgress (after a non-blocking call).
+// Polls until `comm` has left ncclInProgress (after a non-blocking call);
+// aborts it and throws on an error or past the deadline.
 void wait_comm_ready(NcclComm& comm, Deadline deadline, const std::string& what);
+// Polls until `event` has completed, without a communicator: false past the
+// deadline, throws on a CUDA error.
+bool wait_event_until(cudaEvent_t event, Deadline deadline);
 
 }  // namespace fabricbench

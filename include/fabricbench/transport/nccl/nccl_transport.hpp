@@ -2,29 +2,53 @@
 // The NCCL transport: device buffers, one CUDA stream per rank, NCCL
 // collectives and grouped send/recv, timed with CUDA events.
 //
-// A batch is timed the way nccl-tests times it, minus the enqueue cost: a
-// spin kernel holds the stream while the whole batch is enqueued, the start
-// event follows the hold, each iteration is followed by an event (for the
-// distribution), and the end event closes the batch; t = elapsed / iters.
-// With `graph`, the batch is captured once into a CUDA graph and launched
-// behind the hold. Every wait polls the stream and ncclCommGetAsyncError
-// against a deadline; past it the communicator is aborted and a TimeoutError
-// names the op, size, rank, host and GPU.
+// Two communicators per transport. The control communicator is
+// non-blocking: its initialization, its splits and its teardown are polled
+// against the deadline, so a rank that never arrives cannot hang the job.
+// The measuring communicator, split from it, is blocking, as nccl-tests'
+// are: a non-blocking communicator makes NCCL start a thread for every
+// group it launches, which would put host work into every measured
+// iteration. Every operation runs on the measuring communicator; waits on
+// its work poll the stream and ncclCommGetAsyncError against the deadline,
+// and past it the communicator is aborted and a TimeoutError names the op,
+// size, rank, host and GPU.
 //
-// Caveat: a stream holds a bounded number of pending launches (about a
-// thousand); a batch that would not fit behind the hold is enqueued without
-// it, so its first iterations may include some enqueue time (as in
-// nccl-tests, which never holds). Graph batches always fit.
+// A batch is timed with events around the whole batch, minus the enqueue
+// cost: a spin kernel holds the stream while the batch is enqueued, every
+// rank enqueues its batch and meets the others at a host barrier, then each
+// releases its hold; the start event follows the hold, each iteration is
+// followed by an event (for the distribution), and the end event closes the
+// batch; t = elapsed / iters. With `graph`, the batch is captured once into a
+// CUDA graph and launched behind the hold.
 //
-// In place, send/recv and all-to-all read and write one buffer, which NCCL's
-// point-to-point calls cannot do safely; the input is staged into the send
-// buffer with a device copy that is part of the timed iteration.
+// The hold is bounded by what is really queued: NCCL queues several stream
+// entries of its own per launch (gpu_wait.hpp), and a stream whose queue is
+// full blocks the host inside a launch while the GPU waits for a release
+// that never comes. A batch that would not fit is enqueued without the
+// hold, so its first iterations may include some enqueue time (as in
+// nccl-tests, which never holds). A watchdog releases a hold that the host
+// has not released within a few seconds (a launch blocked after all, a rank
+// late at the barrier); the batch is then measured again, on every rank.
+// Under CUDA_LAUNCH_BLOCKING=1 there is no hold at all, nor for the first
+// batch of a new operation, size or placement (the sweep's warm-up, during
+// which NCCL makes its connections). Graph batches always fit. Every path
+// out of a batch, errors included, releases the hold.
+//
+// In place, send/recv and all-to-all read and write one buffer. The
+// correctness check stages the input into the send buffer first (NCCL's
+// point-to-point calls may overwrite data before it is sent); the timed
+// batches pass the one buffer as both send and receive buffer, as
+// nccl-tests' in-place columns do, with no copy inside the timed loop.
+//
+// Every call that touches CUDA names the transport's device (DeviceGuard)
+// and restores the caller's.
 //
 // Only built with CUDA; include only where FABRICBENCH_HAVE_CUDA is 1.
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,8 +66,9 @@ struct NcclOptions {
 
 class NcclTransport final : public Transport {
  public:
-  // Collective over `comm` (not owned; must outlive the transport): selects
-  // the device, makes the communicator from a unique id broadcast over `comm`.
+  // Collective over `comm` (not owned; must outlive the transport): makes the
+  // control communicator from a unique id broadcast over `comm` and splits
+  // the measuring one from it, on the device `options.device`.
   NcclTransport(const Comm& comm, const NcclOptions& options);
   ~NcclTransport() override;
   NcclTransport(NcclTransport&&) = delete;
@@ -68,23 +93,44 @@ class NcclTransport final : public Transport {
   // transport's stream (for tests that corrupt the output).
   [[nodiscard]] void* output(const OpSpec& spec) const;
   [[nodiscard]] cudaStream_t stream() const { return stream_.get(); }
+  // Whether batches may be held (false under CUDA_LAUNCH_BLOCKING=1).
+  [[nodiscard]] bool holds() const { return hold_allowed_; }
   // Holds the stream and never releases it, then waits for `spec` behind the
   // hold: the wait must end in TimeoutError within the deadline (tests).
   void run_held_forever(const OpSpec& spec);
 
  private:
-  NcclTransport(const Comm& comm, const NcclOptions& options, NcclComm nccl, GpuDescription gpu);
-  void issue(const OpSpec& spec);
+  NcclTransport(const Comm& comm, const NcclOptions& options, NcclComm control);
+  void split_measuring();
+  void issue(const OpSpec& spec, bool timed);
   void settle(const std::string& what);
   void wait(cudaEvent_t event, const std::string& what);
+  [[nodiscard]] bool enqueue_batch(const OpSpec& spec, int iters, bool per_iteration, const cudaGraphExec_t graph);
   [[nodiscard]] std::string describe(const OpSpec& spec) const;
   [[nodiscard]] std::chrono::steady_clock::time_point deadline() const;
 
+  // The device is current while the members are made and unmade.
+  std::optional<DeviceGuard> member_device_;
   const Comm* comm_;
   NcclOptions options_;
   int rank_ = 0;
   int size_ = 1;
   GpuDescription gpu_;
+  bool hold_allowed_ = true;
+  int hold_limit_ = 0;  // a lower bound learnt from a watchdog release; 0: none
+  // What the last timed batch ran: the first batch of anything else is not held.
+  struct TimedKind {
+    Op op;
+    DType dtype;
+    Placement placement;
+    std::size_t bytes;
+    bool operator==(const TimedKind&) const = default;
+  };
+  std::optional<TimedKind> last_timed_;
+  // Filled by NCCL when a split finishes, on its own thread: it must outlive
+  // every wait, including one that ends in a timeout.
+  ncclComm_t split_slot_ = nullptr;
+  NcclComm control_;
   NcclComm nccl_;
   Stream stream_;
   Event start_;
