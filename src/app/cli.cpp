@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fabricbench/analysis/verdict.hpp"
+#include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
 
@@ -33,6 +34,10 @@ struct RawOptions {
   double min_time_ms = 20.0;
   int min_iters = 5;
   int max_iters = 10000;
+  double precision_pct = 1.0;
+  double max_time_ms = 100.0;
+  std::string budget;
+  bool no_health = false;
   bool no_check = false;
   std::string inplace = "both";
   std::string json;
@@ -60,6 +65,9 @@ struct RawOptions {
   std::string pair_bytes;
   std::string pair_small_bytes;
   std::string pairs = "all";
+  int pair_full_limit = 64;
+  int pair_peers = 4;
+  unsigned pair_seed = 1;
   double outlier_mads = 4.0;
   double outlier_drop = 0.5;
   // Topology probe.
@@ -100,6 +108,14 @@ void add_sweep_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_option("--min-time-ms", o.min_time_ms, "Adaptive iterations: time to fill per size and placement  [20]");
   cmd.add_option("--min-iters", o.min_iters, "Adaptive iterations: lower bound  [5]");
   cmd.add_option("--max-iters", o.max_iters, "Adaptive iterations: upper bound  [10000]");
+  cmd.add_option("--precision", o.precision_pct,
+                 "Adaptive iterations: add iterations until the mean's 95% confidence half-width is within this "
+                 "percentage (0: off)  [1]");
+  cmd.add_option("--max-time-ms", o.max_time_ms,
+                 "Adaptive iterations: time one size and placement may take to reach --precision  [100]");
+  cmd.add_option("--budget", o.budget,
+                 "End the whole run within DURATION (e.g. 90s, 5m): phases get shares; what does not fit is cut "
+                 "and listed  [none; 60s with --profile smoke]");
   cmd.add_flag(
       "--check,!--no-check", [&o](std::int64_t count) { o.no_check = count < 0; },
       "Verify every result element (on by default; --no-check skips)");
@@ -145,6 +161,11 @@ void add_pair_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_option("--pair-bytes", o.pair_bytes, "Pair matrix: message size for bandwidth  [64M]");
   cmd.add_option("--pair-small-bytes", o.pair_small_bytes, "Pair matrix: message size for latency  [8]");
   cmd.add_option("--pairs", o.pairs, "Pair rounds: all, or sample:K for K of the N-1 rounds  [all]");
+  cmd.add_option("--pair-full-limit", o.pair_full_limit,
+                 "Above this many nodes, each node meets --pair-peers random others instead of all  [64]");
+  cmd.add_option("--pair-peers", o.pair_peers, "Random pair rounds above --pair-full-limit nodes  [4]");
+  cmd.add_option("--pair-seed", o.pair_seed, "Seed of the random node order above --pair-full-limit (not 0)  [1]");
+  cmd.add_flag("--no-health", o.no_health, "run: skip the quick pass over node pairs before the sweep");
   cmd.add_option("--outlier-mads", o.outlier_mads, "Findings: scaled MADs below the median to flag  [4]");
   cmd.add_option("--outlier-drop", o.outlier_drop, "Findings: fraction below the median to flag, 0..1  [0.5]");
 }
@@ -191,6 +212,7 @@ void apply_profile(const CLI::App& cmd, RawOptions& o) {
   if (unset("--warmup")) o.warmup = 2;
   if (unset("--pair-bytes")) o.pair_bytes = "16M";
   if (unset("--scale-bytes")) o.scale_bytes = "16M";
+  if (unset("--budget")) o.budget = "60s";
   o.no_check = false;
 }
 
@@ -293,6 +315,13 @@ void apply_pair_options(const RawOptions& o, PairConfig& pairs) {
   if (!(o.outlier_mads > 0)) throw UsageError(fmt::format("--outlier-mads {}: must be above 0", o.outlier_mads));
   if (!(o.outlier_drop > 0 && o.outlier_drop < 1))
     throw UsageError(fmt::format("--outlier-drop {}: must be between 0 and 1", o.outlier_drop));
+  if (o.pair_full_limit < 2)
+    throw UsageError(fmt::format("--pair-full-limit {}: must be 2 or above", o.pair_full_limit));
+  if (o.pair_peers < 1) throw UsageError(fmt::format("--pair-peers {}: must be 1 or above", o.pair_peers));
+  if (o.pair_seed == 0) throw UsageError("--pair-seed 0: must be above 0 (0 would keep the node order)");
+  pairs.full_limit = o.pair_full_limit;
+  pairs.peers = o.pair_peers;
+  pairs.seed = o.pair_seed;
   pairs.outlier_mads = o.outlier_mads;
   pairs.outlier_drop = o.outlier_drop;
 }
@@ -346,7 +375,17 @@ RunConfig to_config(const RawOptions& o, Command command) {
   if (o.min_iters < 1) throw UsageError(fmt::format("--min-iters {}: must be 1 or above", o.min_iters));
   if (o.max_iters < o.min_iters)
     throw UsageError(fmt::format("--max-iters {} is below --min-iters {}", o.max_iters, o.min_iters));
-  c.iterations = {o.warmup, o.iters, o.min_time_ms, o.min_iters, o.max_iters};
+  if (!(o.precision_pct >= 0.0) || o.precision_pct >= 100.0)
+    throw UsageError(fmt::format("--precision {}: must be a percentage from 0 (off) to below 100", o.precision_pct));
+  if (!(o.max_time_ms > 0.0)) throw UsageError(fmt::format("--max-time-ms {}: must be above 0", o.max_time_ms));
+  c.iterations = {o.warmup, o.iters, o.min_time_ms, o.min_iters, o.max_iters, o.precision_pct / 100.0, o.max_time_ms};
+  if (!o.budget.empty()) {
+    c.budget_s = parse_duration_s(o.budget);
+    if (!c.budget_s)
+      throw UsageError(
+          fmt::format("--budget: '{}' is not a duration above 0 (seconds, or with s, m or h: 90s, 5m)", o.budget));
+  }
+  c.health = !o.no_health;
   c.check = !o.no_check;
 
   if (o.inplace == "both")
@@ -412,7 +451,7 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   add_decision_options(*run, run_options);
   run->add_option("--profile", run_options.profile,
                   "smoke: a short one-node suite for CI (16 B..16 MiB x4; allreduce, allgather, sendrecv; 5 ms per "
-                  "size; data checked)");
+                  "size; data checked; a 60 s --budget)");
   for (CLI::App* measuring : {sweep, scale, p2p}) {
     RawOptions* target = measuring == sweep ? &sweep_options : measuring == scale ? &scale_options : &p2p_options;
     measuring->add_option("--price-per-gpu-hour", target->price_per_gpu_hour,

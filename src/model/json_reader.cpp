@@ -66,6 +66,7 @@ SweepRecord record_from(const json& j) {
   r.bytes = j.at("bytes").get<std::size_t>();
   r.count = j.at("count").get<std::size_t>();
   r.ranks = j.at("ranks").get<int>();
+  if (j.contains("cut")) r.cut = j.at("cut").get<std::string>();
   if (j.contains("skipped")) {
     r.skipped = j.at("skipped").get<std::string>();
     return r;
@@ -80,6 +81,7 @@ SweepRecord record_from(const json& j) {
   t.algbw_gbs = j.at("algbw_gbs").get<double>();
   t.busbw_gbs = j.at("busbw_gbs").get<double>();
   t.iterations = j.at("iterations").get<int>();
+  t.precision = opt<double>(j, "precision");
   t.wrong = opt<std::uint64_t>(j, "wrong");
   r.timing = t;
   return r;
@@ -155,6 +157,10 @@ PairsResult pairs_from(const json& j) {
   p.bytes = j.at("bytes").get<std::size_t>();
   p.small_bytes = j.at("small_bytes").get<std::size_t>();
   p.rounds = j.at("rounds").get<std::vector<int>>();
+  if (j.contains("mode")) p.mode = j.at("mode").get<std::string>();
+  if (j.contains("seed")) p.seed = j.at("seed").get<unsigned>();
+  p.rounds_planned =
+      j.contains("rounds_planned") ? j.at("rounds_planned").get<int>() : static_cast<int>(p.rounds.size());
   p.ranks_per_node = j.at("ranks_per_node").get<int>();
   p.hosts = j.at("hosts").get<std::vector<std::string>>();
   p.nodes = matrix_from(j.at("links"), static_cast<int>(p.hosts.size()));
@@ -173,6 +179,27 @@ ClusterTopology topology_from(const json& j) {
                            a.at("device").get<std::string>(), a.at("detail").get<std::string>()});
   t.notes = j.at("notes").get<std::vector<std::string>>();
   return t;
+}
+
+std::vector<Finding> findings_from(const json& list) {
+  std::vector<Finding> out;
+  for (const json& fj : list) {
+    Finding finding;
+    finding.kind = parsed<FindingKind>(fj, "kind", parse_finding_kind);
+    finding.nodes = fj.at("nodes").get<std::vector<int>>();
+    finding.hosts = fj.at("hosts").get<std::vector<std::string>>();
+    finding.value_gbs = fj.at("value_gbs").get<double>();
+    finding.reference_gbs = fj.at("reference_gbs").get<double>();
+    finding.message = fj.at("message").get<std::string>();
+    out.push_back(std::move(finding));
+  }
+  return out;
+}
+
+std::optional<Phase> parse_phase(std::string_view text) {
+  for (const Phase p : {Phase::health, Phase::sweep, Phase::ladder, Phase::pairs})
+    if (name(p) == text) return p;
+  return std::nullopt;
 }
 
 RunResult convert(const json& doc) {
@@ -203,17 +230,25 @@ RunResult convert(const json& doc) {
   for (const json& rec : doc.at("records")) r.records.push_back(record_from(rec));
   if (const auto s = doc.find("scaling"); s != doc.end()) r.scaling = scaling_from(*s);
   if (const auto p = doc.find("pairs"); p != doc.end()) r.pairs = pairs_from(*p);
-  if (const auto f = doc.find("findings"); f != doc.end()) {
-    for (const json& fj : *f) {
-      Finding finding;
-      finding.kind = parsed<FindingKind>(fj, "kind", parse_finding_kind);
-      finding.nodes = fj.at("nodes").get<std::vector<int>>();
-      finding.hosts = fj.at("hosts").get<std::vector<std::string>>();
-      finding.value_gbs = fj.at("value_gbs").get<double>();
-      finding.reference_gbs = fj.at("reference_gbs").get<double>();
-      finding.message = fj.at("message").get<std::string>();
-      r.findings.push_back(std::move(finding));
-    }
+  if (const auto f = doc.find("findings"); f != doc.end()) r.findings = findings_from(*f);
+  if (const auto h = doc.find("health"); h != doc.end()) {
+    HealthResult health;
+    health.bytes = h->at("bytes").get<std::size_t>();
+    health.small_bytes = h->at("small_bytes").get<std::size_t>();
+    health.seconds = h->at("seconds").get<double>();
+    health.findings = findings_from(h->at("findings"));
+    r.health = std::move(health);
+  }
+  if (const auto b = doc.find("budget"); b != doc.end()) {
+    BudgetRecord budget;
+    budget.seconds = b->at("seconds").get<double>();
+    for (const json& pj : b->at("phases"))
+      budget.phases.push_back(
+          {parsed<Phase>(pj, "phase", parse_phase), pj.at("share_s").get<double>(), pj.at("used_s").get<double>()});
+    for (const json& cj : b->at("cuts"))
+      budget.cuts.push_back({parsed<Phase>(cj, "phase", parse_phase), cj.at("what").get<std::string>(),
+                             cj.at("action").get<std::string>(), cj.at("reason").get<std::string>()});
+    r.budget = std::move(budget);
   }
   if (const auto t = doc.find("topology"); t != doc.end()) r.topology = topology_from(*t);
   return r;

@@ -30,10 +30,12 @@ json record_json(const SweepRecord& r) {
     j["algbw_gbs"] = t.algbw_gbs;
     j["busbw_gbs"] = t.busbw_gbs;
     j["iterations"] = t.iterations;
+    if (t.precision) j["precision"] = *t.precision;
     j["wrong"] = t.wrong ? json(*t.wrong) : json(nullptr);
   } else {
     j["skipped"] = r.skipped;
   }
+  if (!r.cut.empty()) j["cut"] = r.cut;
   return j;
 }
 
@@ -120,6 +122,9 @@ json pairs_json(const PairsResult& p) {
   j["bytes"] = p.bytes;
   j["small_bytes"] = p.small_bytes;
   j["rounds"] = p.rounds;
+  j["mode"] = p.mode;
+  if (p.mode == "random") j["seed"] = p.seed;
+  j["rounds_planned"] = p.rounds_planned;
   j["ranks_per_node"] = p.ranks_per_node;
   j["hosts"] = p.hosts;
   j["links"] = matrix_json(p.nodes);
@@ -149,6 +154,31 @@ json findings_json(const std::vector<Finding>& findings) {
     out.push_back(j);
   }
   return out;
+}
+
+json budget_json(const BudgetRecord& b) {
+  json j;
+  j["seconds"] = b.seconds;
+  json phases = json::array();
+  for (const PhaseSpend& p : b.phases) {
+    json phase;
+    phase["phase"] = name(p.phase);
+    phase["share_s"] = p.share_s;
+    phase["used_s"] = p.used_s;
+    phases.push_back(phase);
+  }
+  j["phases"] = phases;
+  json cuts = json::array();
+  for (const Cut& c : b.cuts) {
+    json cut;
+    cut["phase"] = name(c.phase);
+    cut["what"] = c.what;
+    cut["action"] = c.action;
+    cut["reason"] = c.reason;
+    cuts.push_back(cut);
+  }
+  j["cuts"] = cuts;
+  return j;
 }
 
 }  // namespace
@@ -199,10 +229,17 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   doc["records"] = records;
   if (result.topology) doc["topology"] = topology_to_json(*result.topology);
   if (result.scaling) doc["scaling"] = scaling_json(*result.scaling);
-  if (result.pairs) {
-    doc["pairs"] = pairs_json(*result.pairs);
-    doc["findings"] = findings_json(result.findings);
+  if (result.pairs) doc["pairs"] = pairs_json(*result.pairs);
+  if (result.pairs || result.health) doc["findings"] = findings_json(result.findings);
+  if (result.health) {
+    json h;
+    h["bytes"] = result.health->bytes;
+    h["small_bytes"] = result.health->small_bytes;
+    h["seconds"] = result.health->seconds;
+    h["findings"] = findings_json(result.health->findings);
+    doc["health"] = h;
   }
+  if (result.budget) doc["budget"] = budget_json(*result.budget);
   return doc;
 }
 

@@ -20,4 +20,9 @@ double percentile(std::span<const double> samples, double q);
 
 SampleStats summarize(std::span<const double> samples);
 
+// The half-width of the mean's 95% confidence interval relative to the mean
+// (Student's t for small samples): 0.01 means the mean is known to within 1%.
+// Infinite for fewer than 2 samples or a zero mean.
+double relative_half_width(std::span<const double> samples);
+
 }  // namespace fabricbench

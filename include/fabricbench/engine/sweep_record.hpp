@@ -22,6 +22,9 @@ struct Timing {
   double algbw_gbs = 0;  // bytes / time_us, GB = 1e9 bytes
   double busbw_gbs = 0;  // algbw * busbw_factor
   int iterations = 0;
+  // The mean's relative 95% confidence half-width reached (0.01: within 1%);
+  // nullopt with fewer than 2 iterations.
+  std::optional<double> precision;
   std::optional<std::uint64_t> wrong;  // summed over ranks; nullopt when not checked
 };
 
@@ -37,6 +40,7 @@ struct SweepRecord {
   int ranks = 0;                 // ranks in the group that ran it
   std::optional<Timing> timing;  // nullopt when skipped
   std::string skipped;           // why, when skipped
+  std::string cut;               // "budget" when the time budget skipped it or cut its iterations
 };
 
 }  // namespace fabricbench

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/types.hpp"
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/scaling.hpp"
@@ -46,6 +47,15 @@ struct RunInfo {
   std::optional<PriceInfo> cost;  // when a price was given
 };
 
+// The quick pass over node pairs before the sweep (`run` on several nodes):
+// what it named and how soon, kept even when the budget cuts the full matrix.
+struct HealthResult {
+  std::size_t bytes = 0;        // the medium message
+  std::size_t small_bytes = 0;  // the small one
+  double seconds = 0;           // from the run's start to this verdict
+  std::vector<Finding> findings;
+};
+
 struct RunResult {
   ToolInfo tool;
   RunInfo run;
@@ -54,6 +64,8 @@ struct RunResult {
   std::optional<PairsResult> pairs;         // the pair matrix, when it ran
   std::vector<Finding> findings;            // slow nodes and links from the pair matrix
   std::optional<ClusterTopology> topology;  // the topology probe, when it ran
+  std::optional<HealthResult> health;       // the quick pass, when it ran
+  std::optional<BudgetRecord> budget;       // with --budget: the shares and what was cut
   bool complete = false;                    // false while the run is still going (or was interrupted)
   std::optional<double> duration_s;         // wall time from start to the last save
   std::uint64_t wrong_total = 0;
