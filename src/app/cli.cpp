@@ -210,8 +210,11 @@ void apply_profile(const CLI::App& cmd, RawOptions& o) {
   if (unset("--ops")) o.ops = "allreduce,allgather,sendrecv";
   if (unset("--min-time-ms")) o.min_time_ms = 5;
   if (unset("--warmup")) o.warmup = 2;
-  if (unset("--pair-bytes")) o.pair_bytes = "16M";
-  if (unset("--scale-bytes")) o.scale_bytes = "16M";
+  // The ladder and the pair matrix at 4 MiB, and the precision loop held
+  // to 25 ms a point: the whole suite fits the budget on a small machine.
+  if (unset("--pair-bytes")) o.pair_bytes = "4M";
+  if (unset("--scale-bytes")) o.scale_bytes = "4M";
+  if (unset("--max-time-ms")) o.max_time_ms = 25;
   if (unset("--budget")) o.budget = "60s";
   o.no_check = false;
 }
@@ -450,8 +453,8 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   add_decision_options(*report, report_options);
   add_decision_options(*run, run_options);
   run->add_option("--profile", run_options.profile,
-                  "smoke: a short one-node suite for CI (16 B..16 MiB x4; allreduce, allgather, sendrecv; 5 ms per "
-                  "size; data checked; a 60 s --budget)");
+                  "smoke: a short suite for CI (16 B..16 MiB x4; allreduce, allgather, sendrecv; 5 ms per size; "
+                  "data checked; ladder and pairs at 4 MiB; a 60 s --budget)");
   for (CLI::App* measuring : {sweep, scale, p2p}) {
     RawOptions* target = measuring == sweep ? &sweep_options : measuring == scale ? &scale_options : &p2p_options;
     measuring->add_option("--price-per-gpu-hour", target->price_per_gpu_hour,

@@ -35,7 +35,7 @@ std::vector<Point> plan(const RunConfig& config) {
   return points;
 }
 
-// A measurement's part of the sweep's time: in proportion to its bytes, as
+// A measurement's weight for its part of the sweep's time: its bytes, as
 // large sizes take longer, and no less than a 256 KiB one's, as small sizes
 // are bound by latency and their warm-up and check.
 double point_weight(std::size_t bytes) { return static_cast<double>(std::max(bytes, std::size_t{256} << 10)); }
@@ -180,6 +180,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
   const std::vector<Placement> wanted = placements(config.inplace);
   std::vector<SweepRecord> records;
   double weight_left = 0;
+  std::size_t measurements_left = points.size() * wanted.size();
   for (const Point& p : points)
     weight_left += static_cast<double>(wanted.size()) * point_weight(counts_for(p.op, p.dtype, p.bytes, n).bytes);
   // The last measured op's time per iteration and size, to tell before a
@@ -229,7 +230,11 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
         // one iteration would not fit.
         double share = unlimited_seconds;
         if (lead && std::isfinite(seconds)) {
-          share = std::max(0.0, phase.left_s()) * point_weight(counts.bytes) / std::max(weight_left, 1.0);
+          // The larger of an even part and a part by bytes: small sizes
+          // use little of theirs, and what they leave flows on.
+          share = std::max(0.0, phase.left_s()) *
+                  std::max(point_weight(counts.bytes) / std::max(weight_left, 1.0),
+                           1.0 / static_cast<double>(std::max<std::size_t>(measurements_left, 1)));
           if (last_op == point.op && last_bytes > 0) {
             const double scale = std::max(1.0, static_cast<double>(counts.bytes) / static_cast<double>(last_bytes));
             const double needed = last_seconds * scale * (std::max(config.iterations.warmup, 1) + 1);
@@ -240,14 +245,19 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
         }
         share = comm.broadcast_value(share, 0);
         weight_left -= point_weight(counts.bytes);
+        --measurements_left;
         Measurement m;
         if (share >= 0) {
           if (!prepared) transport.prepare(spec);
           prepared = true;
           m = measure_op(config, transport, comm, spec, share);
-          last_op = point.op;
-          last_seconds = m.per_iteration_s;
-          last_bytes = counts.bytes;
+          // The timed mean, not the warm-up: a cold warm-up alone must not
+          // skip the sizes after it.
+          if (!m.skipped) {
+            last_op = point.op;
+            last_seconds = m.timing.time_us * 1e-6;
+            last_bytes = counts.bytes;
+          }
         }
         if (share < 0 || m.skipped) {
           r.skipped = "budget: the time left for the sweep holds no warm-up and iteration of this size";
@@ -264,6 +274,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
       }
     } else {
       weight_left -= static_cast<double>(done.size()) * point_weight(counts.bytes);
+      measurements_left -= done.size();
       for (SweepRecord& r : done) {
         r.skipped = skip;
         r.bytes = point.bytes;  // the size asked for, since none was measured
