@@ -104,7 +104,9 @@ int main(int argc, char** argv) {
 
   const auto t_merge = std::chrono::steady_clock::now();
   fb::RunResult result;
-  result.tool.version = "bench";
+  result.tool.version = "0.0.0";
+  result.tool.git = "synthetic";
+  result.tool.transports = {"mpi", "nccl"};
   result.run.ranks = ranks;
   result.run.nodes = nodes;
   result.run.ranks_per_node.assign(static_cast<std::size_t>(nodes), ranks_per_node);

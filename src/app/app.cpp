@@ -154,9 +154,10 @@ int judge_run(const RunConfig& config, const RunResult& result) {
 // judge and save. Only rank 0 keeps the result; it is saved after each phase,
 // so an interrupted run's file holds what was measured.
 // The quick health pass: the medium message and the timed iterations per
-// size (after one warm-up): enough to tell a link at a tenth of its peers'
-// speed, in well under a second on a healthy fabric.
-constexpr std::size_t health_bytes = std::size_t{256} << 10;
+// size (after one warm-up). 1 MiB rather than less: a shaped link (a token
+// bucket) lets its burst through at full speed, so a message must be well
+// above the burst for the link's rate to show.
+constexpr std::size_t health_bytes = std::size_t{1} << 20;
 constexpr int health_iterations = 3;
 
 class RunPipeline {
@@ -360,12 +361,15 @@ class RunPipeline {
   }
 
   void pairs(double seconds) {
+    const std::size_t cuts_before = result_.budget ? result_.budget->cuts.size() : 0;
     PairsResult matrix = run_pairs(config_, *transport_, world_, layout_, PhaseLimit{seconds, cuts()});
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
     // A matrix the budget cut short names nodes from fewer links than the
-    // health pass saw: the health pass's findings then stand.
-    const bool whole = static_cast<int>(matrix.rounds.size()) == matrix.rounds_planned;
+    // health pass saw (a slow host's links are the first to be cut): the
+    // health pass's findings then stand.
+    const bool whole = static_cast<int>(matrix.rounds.size()) == matrix.rounds_planned &&
+                       (!result_.budget || result_.budget->cuts.size() == cuts_before);
     if (whole || !result_.health)
       result_.findings = find_outliers(matrix.nodes, matrix.hosts,
                                        OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});

@@ -265,7 +265,12 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
   // Between nodes: every rail at once.
   for (const int round : planned) {
     const Window step;
-    const double share = next_share(world, phase, steps_left--, last_step_s);
+    // The health pass is a few rounds of fixed, short counts: each round may
+    // use all that is left of it, so that a slow host's links are measured
+    // (with fewer iterations if need be) rather than cut; they are what
+    // names it.
+    const double share = next_share(world, phase, pass.phase == Phase::health ? 1 : steps_left, last_step_s);
+    --steps_left;
     if (share < 0) {
       cut(fmt::format("node pairs round {}", round), 0, true);
       continue;
