@@ -19,6 +19,7 @@
 #include "fabricbench/multinode.hpp"
 #include "fabricbench/output.hpp"
 #include "fabricbench/report.hpp"
+#include "fabricbench/safe_file.hpp"
 #include "fabricbench/sizes.hpp"
 #include "fabricbench/sweep.hpp"
 #include "fabricbench/topology_analysis.hpp"
@@ -153,6 +154,7 @@ int execute(const RunConfig& config, const Comm& world) {
   agree_on_root(world, [&config] {
     if (!config.json_path.empty()) check_writable(config.json_path, "--json");
     if (!config.csv_path.empty()) check_writable(config.csv_path, "--csv");
+    check_distinct_outputs({{"--json", config.json_path}, {"--csv", config.csv_path}}, {});
   });
   const std::unique_ptr<Transport> transport = make_transport_for(config, world, layout);
   validate_for_transport(config, *transport);

@@ -13,6 +13,7 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/output.hpp"
 #include "fabricbench/reader.hpp"
+#include "fabricbench/safe_file.hpp"
 #include "fabricbench/sizes.hpp"
 #include "fabricbench/topology_writers.hpp"
 #include "fabricbench/writers.hpp"
@@ -349,6 +350,7 @@ int run_report(const RunConfig& config, std::ostream& out) {
   for (const std::string& e : rc.expects) (void)parse_gate(e);  // bad expressions before any file is read
   if (!config.csv_path.empty()) check_writable(config.csv_path, "--csv");
   if (!rc.html_path.empty()) check_writable(rc.html_path, "--html");
+  check_distinct_outputs({{"--csv", config.csv_path}, {"--html", rc.html_path}}, rc.files);
   std::vector<ReportRun> runs;
   for (const std::string& path : rc.files) runs.push_back({path, read_result_file(path), {}, Level::ok, {}});
   const Report report = build_report(std::move(runs), rc, builtin_expectations());

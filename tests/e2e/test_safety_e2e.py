@@ -72,6 +72,77 @@ class CommandLine(unittest.TestCase, OneLine):
                 self.assert_one_line(run(*args, timeout=30), 2, pattern)
 
 
+class Outputs(unittest.TestCase, OneLine):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.input = os.path.join(self.dir.name, "in.json")
+        with open(self.input, "w", encoding="utf-8") as f:
+            json.dump(golden("run_a.json"), f)
+        with open(self.input, encoding="utf-8") as f:
+            self.original = f.read()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_report_refuses_to_overwrite_its_input(self):
+        for flag in ("--csv", "--html"):
+            with self.subTest(flag=flag):
+                self.assert_one_line(run("report", self.input, flag, self.input), 2, r"is an input of this report")
+                with open(self.input, encoding="utf-8") as f:
+                    self.assertEqual(f.read(), self.original)
+
+    def test_report_refuses_one_file_for_two_outputs(self):
+        out = os.path.join(self.dir.name, "out")
+        self.assert_one_line(run("report", self.input, "--csv", out, "--html", out), 2, r"one file for two outputs")
+        self.assertFalse(os.path.exists(out))
+
+    def test_report_refuses_non_regular_targets(self):
+        fifo = os.path.join(self.dir.name, "fifo")
+        os.mkfifo(fifo)
+        self.assert_one_line(run("report", self.input, "--csv", fifo), 2, r"--csv .*fifo: is a fifo, not a regular file")
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assert_one_line(run("report", self.input, "--html", self.dir.name), 2, r"is a folder")
+
+    def test_run_refuses_bad_targets_before_measuring(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        fifo = os.path.join(self.dir.name, "fifo")
+        os.mkfifo(fifo)
+        same = os.path.join(self.dir.name, "same")
+        cases = [
+            (["--json", self.dir.name], r"--json .*: is a folder, not a regular file"),
+            (["--csv", self.dir.name], r"--csv .*: is a folder, not a regular file"),
+            (["--json", fifo], r"--json .*: is a fifo"),
+            (["--json", same, "--csv", same], r"one file for two outputs"),
+        ]
+        for args, pattern in cases:
+            with self.subTest(args=args):
+                proc = mpirun(1, "sweep", "--transport", "mpi", "--sizes", "64", "--ops", "allreduce", *args)
+                self.assert_one_line(proc, 2, pattern)
+                self.assertNotIn("allreduce on", proc.stdout)  # refused before the run
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assertFalse(os.path.exists(same))
+
+    def test_result_files_leave_no_temporary_and_follow_no_planted_link(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        victim = os.path.join(self.dir.name, "victim")
+        with open(victim, "w", encoding="utf-8") as f:
+            f.write("precious")
+        target = os.path.join(self.dir.name, "r.json")
+        # The old writer used "<target>.tmp.<pid>"; plant links for a range of pids.
+        for pid in range(os.getpid() + 1, os.getpid() + 200):
+            os.symlink(victim, f"{target}.tmp.{pid}")
+        proc = mpirun(1, "sweep", "--transport", "mpi", "--sizes", "64", "--ops", "allreduce", "--json", target)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(victim, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "precious")
+        with open(target, encoding="utf-8") as f:
+            self.assertTrue(json.load(f)["status"]["complete"])
+        left = [n for n in os.listdir(self.dir.name) if n.startswith(".r.json")]
+        self.assertEqual(left, [])
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)
