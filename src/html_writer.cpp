@@ -258,14 +258,14 @@ void heatmap(const PairMatrix& m, const std::vector<std::string>& labels, const 
     out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n",
                        L + cell * i + cell / 2, T - 6, i);
   }
+  // One grey background for the cells without a figure, so the page grows
+  // with the links the file holds, not with the square of its host list.
+  out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#eee\"/>\n", L, T, cell * m.size,
+                     cell * m.size);
   for (int i = 0; i < m.size; ++i)
     for (int j = 0; j < m.size; ++j) {
       const int x = L + cell * j, y = T + cell * i;
-      if (i == j || !m.bw(i, j)) {
-        out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#eee\" stroke=\"#fff\"/>\n", x, y,
-                           cell, cell);
-        continue;
-      }
+      if (i == j || !m.bw(i, j)) continue;
       const double v = *m.bw(i, j);
       const double rel = std::clamp(median > 0 ? v / median : 1.0, 0.0, 1.0);
       // Red (slow) to green (at the median or above), through yellow.

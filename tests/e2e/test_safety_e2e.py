@@ -72,6 +72,119 @@ class CommandLine(unittest.TestCase, OneLine):
                 self.assert_one_line(run(*args, timeout=30), 2, pattern)
 
 
+class HostileFiles(unittest.TestCase, OneLine):
+    """Schema-valid (or nearly) files built to break the reader or mislead."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.base = golden("run_a.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, doc=None, text=None, name="hostile.json"):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text if text is not None else json.dumps(doc))
+        return path
+
+    def variant(self, change):
+        doc = copy.deepcopy(self.base)
+        change(doc)
+        return self.write(doc)
+
+    def test_out_of_range_integers_are_refused_not_wrapped(self):
+        big = 2**63 - 1
+        cases = [
+            (lambda d: d["pairs"]["links"][0].update({"from": big}), r"pairs/links/0/from: 9223372036854775807 is not an"),
+            (lambda d: d["pairs"].update({"intra_node": [intra(0, {"from": 0, "to": big, "bandwidth_gbs": 1.0,
+                                                                  "latency_us": 1.0})]}),
+             r"pairs/intra_node/0/links/0/to: 9223372036854775807 is not an"),
+            (lambda d: d["run"].update({"ranks": 4294967297}), r"run/ranks: 4294967297 is not an integer"),
+            (lambda d: d["records"][0].update({"bytes": 1e20}), r"records/0/bytes: 1e\+20 is not an integer"),
+            (lambda d: d["records"][0].update({"iterations": 2**32}), r"records/0/iterations: 4294967296 is not an"),
+        ]
+        for change, pattern in cases:
+            with self.subTest(pattern=pattern):
+                path = self.variant(change)
+                self.assert_one_line(run("report", path, timeout=30), 2, re_file(path) + pattern)
+
+    def test_fields_that_disagree_are_refused_with_the_field_named(self):
+        def empty_hosts(d):
+            d["pairs"]["hosts"] = []
+            d["pairs"]["links"] = []
+            d["pairs"]["intra_node"] = [intra(0, {"from": 0, "to": 1, "bandwidth_gbs": 1.0, "latency_us": 1.0})]
+            d["findings"] = []
+        cases = [
+            (empty_hosts, r"pairs.hosts: 0 names for the 2 nodes of run.nodes"),
+            (lambda d: d["run"].update({"nodes": 3}), r"run.hostnames: 2 names for the 3 nodes of run.nodes"),
+            (lambda d: d["run"].update({"ranks": 15}), r"run.ranks: 15, but run.ranks_per_node adds up to 16"),
+            (lambda d: d["scaling"]["levels"][0]["groups"][0].update({"nodes": [7]}),
+             r"scaling/levels/0/groups/0/nodes/0: node 7 is not one of the 2 nodes"),
+        ]
+        for change, pattern in cases:
+            with self.subTest(pattern=pattern):
+                path = self.variant(change)
+                self.assert_one_line(run("report", path, timeout=30), 2, re_file(path) + pattern)
+
+    def test_per_record_wrong_elements_fail_the_verdict(self):
+        def corrupt(d):
+            d["records"][0]["wrong"] = 7
+            d["status"]["wrong_elements"] = 0
+            d["status"]["data_ok"] = True
+        proc = run("report", self.variant(corrupt), timeout=30)
+        self.assertEqual(proc.returncode, 3, proc.stdout + proc.stderr)
+        self.assertIn("7 wrong elements", proc.stdout)
+        self.assertNotIn("Verdict: OK", proc.stdout)
+
+    def test_deep_nesting_is_refused_at_parse_time(self):
+        text = json.dumps(self.base)[:-1] + ', "x": ' + "[" * 100000 + "]" * 100000 + "}"
+        path = self.write(text=text)
+        self.assert_one_line(run("report", path, timeout=30), 2, re_file(path) + r"nested deeper than 64 levels at x/0/0")
+
+    def test_number_beyond_a_double_exits_2_naming_the_file(self):
+        text = json.dumps(self.base).replace('"busbw_gbs": 45.0', '"busbw_gbs": 1e309', 1)
+        path = self.write(text=text)
+        self.assert_one_line(run("report", path, timeout=30), 2, re_file(path) + r"a number is out of range.*1e309")
+
+    def test_long_strings_in_pattern_fields_are_checked_without_recursion(self):
+        path = self.variant(lambda d: d["tool"].update({"version": "9" * 100000 + ".0.0"}))
+        self.assertEqual(run("report", "-q", path, timeout=30).returncode, run("report", "-q", ARGS.golden + "/run_a.json").returncode)
+        path = self.variant(lambda d: d["tool"].update({"version": "9" * 100000}))
+        self.assert_one_line(run("report", path, timeout=30), 2, r"tool/version: .* does not match")
+
+    def test_many_unique_items_are_checked_quickly(self):
+        path = self.variant(lambda d: d["tool"].update({"transports": [f"t{i}" for i in range(100000)]}))
+        proc = run("report", path, timeout=60)
+        self.assertIn(proc.returncode, (0, 2), proc.stderr)
+        path = self.variant(lambda d: d["tool"].update({"transports": [f"t{i}" for i in range(100000)] + ["t5"]}))
+        self.assert_one_line(run("report", path, timeout=60), 2, r"tool/transports: items 5 and 100000 are equal")
+
+    def test_output_size_is_bounded_by_the_input(self):
+        hosts = [f"host-{i:05d}" for i in range(2000)]
+        def many(d):
+            d["run"].update({"nodes": 2000, "hostnames": hosts, "ranks_per_node": [8] * 2000, "ranks": 16000})
+            d["pairs"].update({"hosts": hosts, "intra_node": []})
+            d["findings"] = []
+            d.pop("scaling")
+        path = self.variant(many)
+        html = os.path.join(self.dir.name, "out.html")
+        proc = run("report", "-q", path, "--html", html, timeout=120)
+        self.assertIn(proc.returncode, (0, 1, 3), proc.stderr)
+        self.assertLess(os.path.getsize(html), 50 * os.path.getsize(path))
+        proc = run("report", path, timeout=120)
+        self.assertLess(len(proc.stdout), 50 * os.path.getsize(path))
+
+
+def intra(node, *links):
+    return {"node": node, "host": f"a-node-{node + 1}", "links": list(links)}
+
+
+def re_file(path):
+    import re
+    return "^fabricbench: error: " + re.escape(path) + ": "
+
+
 class Outputs(unittest.TestCase, OneLine):
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
