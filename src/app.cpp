@@ -22,6 +22,7 @@
 #include "fabricbench/safe_file.hpp"
 #include "fabricbench/sizes.hpp"
 #include "fabricbench/sweep.hpp"
+#include "fabricbench/text_safety.hpp"
 #include "fabricbench/topology_analysis.hpp"
 #include "fabricbench/topology_probe.hpp"
 #include "fabricbench/topology_writers.hpp"
@@ -324,10 +325,11 @@ int run_measurements(int* argc, char*** argv, const RunConfig& config) {
     return execute(config, world);
   } catch (const UsageError& e) {
     // Raised on every rank alike; one line from rank 0.
-    if (lead) std::cerr << "fabricbench: error: " << e.what() << '\n';
+    if (lead) std::cerr << "fabricbench: error: " << terminal_safe(e.what()) << '\n';
     return exit_usage;
   } catch (const std::exception& e) {
-    std::cerr << fmt::format("fabricbench: error on {} rank {}: {}\n", this_hostname(), world.rank(), e.what());
+    std::cerr << fmt::format("fabricbench: error on {} rank {}: {}\n", this_hostname(), world.rank(),
+                             terminal_safe(e.what()));
     if (world.size() > 1) world.abort(exit_error);
     return exit_error;
   }

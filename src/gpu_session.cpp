@@ -13,6 +13,7 @@
 #include "fabricbench/error.hpp"
 #include "fabricbench/local_comm.hpp"
 #include "fabricbench/mpi_transport.hpp"
+#include "fabricbench/text_safety.hpp"
 
 #if FABRICBENCH_HAVE_CUDA
 #include "fabricbench/cuda_support.hpp"
@@ -144,10 +145,11 @@ int run_local_group(const RunConfig& config, const std::function<int(const Comm&
     try {
       return body(comm);
     } catch (const UsageError& e) {
-      if (comm.rank() == 0) std::cerr << "fabricbench: error: " << e.what() << '\n';
+      if (comm.rank() == 0) std::cerr << "fabricbench: error: " << terminal_safe(e.what()) << '\n';
       return exit_usage;
     } catch (const std::exception& e) {
-      std::cerr << fmt::format("fabricbench: error on {} rank {}: {}\n", this_hostname(), comm.rank(), e.what());
+      std::cerr << fmt::format("fabricbench: error on {} rank {}: {}\n", this_hostname(), comm.rank(),
+                               terminal_safe(e.what()));
       fail_group(comm, fmt::format("rank {} failed: {}", comm.rank(), e.what()));
       return exit_error;
     }
@@ -157,7 +159,7 @@ int run_local_group(const RunConfig& config, const std::function<int(const Comm&
     try {
       mine = file_comm_from_environment(timeout);
     } catch (const UsageError& e) {
-      std::cerr << "fabricbench: error: " << e.what() << '\n';
+      std::cerr << "fabricbench: error: " << terminal_safe(e.what()) << '\n';
       return exit_usage;
     }
     return guarded(*mine);

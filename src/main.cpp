@@ -11,6 +11,7 @@
 #include "fabricbench/cli.hpp"
 #include "fabricbench/error.hpp"
 #include "fabricbench/report.hpp"
+#include "fabricbench/text_safety.hpp"
 
 int main(int argc, char** argv) {
   using namespace fabricbench;
@@ -29,10 +30,10 @@ int main(int argc, char** argv) {
     if (parsed.config.command == Command::report) return run_report(parsed.config, std::cout);
     return run_measurements(&argc, &argv, parsed.config);
   } catch (const UsageError& e) {
-    if (lead) std::cerr << "fabricbench: error: " << e.what() << '\n';
+    if (lead) std::cerr << "fabricbench: error: " << terminal_safe(e.what()) << '\n';
     return exit_usage;
   } catch (const std::exception& e) {
-    std::cerr << "fabricbench: error: " << e.what() << '\n';
+    std::cerr << "fabricbench: error: " << terminal_safe(e.what()) << '\n';
     return exit_error;
   }
 }

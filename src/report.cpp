@@ -5,6 +5,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "fabricbench/reader.hpp"
 #include "fabricbench/safe_file.hpp"
 #include "fabricbench/sizes.hpp"
+#include "fabricbench/text_safety.hpp"
 #include "fabricbench/topology_writers.hpp"
 #include "fabricbench/writers.hpp"
 
@@ -354,10 +356,14 @@ int run_report(const RunConfig& config, std::ostream& out) {
   std::vector<ReportRun> runs;
   for (const std::string& path : rc.files) runs.push_back({path, read_result_file(path), {}, Level::ok, {}});
   const Report report = build_report(std::move(runs), rc, builtin_expectations());
+  // The text holds host names, reasons and messages from the files: no
+  // escape sequence of theirs reaches the terminal.
+  std::ostringstream text;
   if (!config.quiet)
-    write_report_text(report, out);
+    write_report_text(report, text);
   else
-    out << fmt::format("# Verdict: {}\n", name(report.level));
+    text << fmt::format("# Verdict: {}\n", name(report.level));
+  out << terminal_safe(text.str());
   if (!config.csv_path.empty())
     write_file_atomically(config.csv_path, [&report](std::ostream& o) { write_report_csv(report, o); });
   if (!rc.html_path.empty())

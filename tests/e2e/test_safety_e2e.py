@@ -176,6 +176,66 @@ class HostileFiles(unittest.TestCase, OneLine):
         self.assertLess(len(proc.stdout), 50 * os.path.getsize(path))
 
 
+class Injection(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, doc):
+        path = os.path.join(self.dir.name, "in.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        return path
+
+    def test_escape_codes_from_a_file_never_reach_the_terminal(self):
+        doc = golden("run_a.json")
+        evil = "a-node-1\x1b]0;owned\x07\x1b[2J\u009b31m"
+        doc["run"]["hostnames"][0] = evil
+        doc["pairs"]["hosts"][0] = evil
+        proc = run("report", self.write(doc), timeout=60)
+        self.assertIn(proc.returncode, (0, 1, 3), proc.stderr)
+        self.assertNotIn("\x1b", proc.stdout)
+        self.assertNotIn("\x07", proc.stdout)
+        self.assertNotIn("\u009b", proc.stdout)
+        self.assertIn("\\x1b]0;owned", proc.stdout)
+
+    def test_csv_cells_from_a_file_cannot_be_formulas(self):
+        doc = golden("run_a.json")
+        record = {k: doc["records"][0][k] for k in ("op", "dtype", "redop", "root", "placement", "bytes", "count",
+                                                   "ranks")}
+        record["skipped"] = '=HYPERLINK("http://example.invalid","x")'
+        doc["records"].append(record)
+        csv_path = os.path.join(self.dir.name, "out.csv")
+        proc = run("report", "-q", self.write(doc), "--csv", csv_path, timeout=60)
+        self.assertIn(proc.returncode, (0, 1, 3), proc.stderr)
+        with open(csv_path, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("\"'=HYPERLINK(", text)
+        self.assertNotIn(",=HYPERLINK", text)
+        self.assertNotIn(',"=HYPERLINK', text)
+
+
+class Unchecked(unittest.TestCase):
+    def test_no_check_writes_data_ok_null_and_reports_say_not_checked(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            proc = mpirun(2, "sweep", "--transport", "mpi", "--sizes", "64", "--ops", "allreduce", "--no-check",
+                          "--json", path)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(path, encoding="utf-8") as f:
+                status = json.load(f)["status"]
+            self.assertIsNone(status["data_ok"])
+            self.assertFalse(status["checked"])
+            proc = run("report", path)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("data not checked (--no-check)", proc.stdout)
+            self.assertNotIn("every checked element was right", proc.stdout)
+
+
 def intra(node, *links):
     return {"node": node, "host": f"a-node-{node + 1}", "links": list(links)}
 
