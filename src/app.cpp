@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 
 #include <unistd.h>
 
@@ -27,6 +28,7 @@
 #include "fabricbench/topology_probe.hpp"
 #include "fabricbench/topology_writers.hpp"
 #include "fabricbench/verdict.hpp"
+#include "fabricbench/watchdog.hpp"
 #include "fabricbench/writers.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
@@ -113,16 +115,51 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// Saves with the wall time so far, so an interrupted run's file still says
-// how long it ran (and so what it cost).
-void save(const RunConfig& config, RunResult& result,
-          std::chrono::steady_clock::time_point start = std::chrono::steady_clock::time_point{}) {
-  if (start != std::chrono::steady_clock::time_point{})
-    result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+void write_results(const RunConfig& config, const RunResult& result) {
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
   if (!config.csv_path.empty())
     write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result.records, out); });
+}
+
+// What the lead rank saved last, for the watchdog: on a timeout or a signal
+// it writes this again with complete: false and the reason. The mutex is
+// held while either writes, so the watchdog's file is the last.
+struct LastSaved {
+  std::mutex mutex;
+  RunResult result;
+  std::chrono::steady_clock::time_point start;
+};
+
+// Saves with the wall time so far, so an interrupted run's file still says
+// how long it ran (and so what it cost).
+void save(const RunConfig& config, RunResult& result,
+          std::chrono::steady_clock::time_point start = std::chrono::steady_clock::time_point{},
+          LastSaved* last = nullptr) {
+  if (start != std::chrono::steady_clock::time_point{})
+    result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::unique_lock<std::mutex> lock;
+  if (last != nullptr) lock = std::unique_lock(last->mutex);
+  write_results(config, result);
+  if (last != nullptr) {
+    last->result = result;
+    last->start = start;
+  }
+}
+
+// The watchdog's last words on the lead rank: the last save again, marked
+// incomplete with the reason.
+void install_last_words(Watchdog* watchdog, const RunConfig& config, LastSaved& last) {
+  if (watchdog == nullptr) return;
+  watchdog->set_last_words([&config, &last](const std::string& reason) {
+    const std::lock_guard lock(last.mutex);
+    RunResult result = last.result;
+    result.complete = false;
+    result.end_reason = reason;
+    if (last.start != std::chrono::steady_clock::time_point{})
+      result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - last.start).count();
+    write_results(config, result);
+  });
 }
 
 // After the run, on rank 0: the verdicts a measuring command was asked for
@@ -144,9 +181,15 @@ int judge_run(const RunConfig& config, const RunResult& result) {
   return exit_code_for(level, rc.fail_on_warn);
 }
 
-int execute(const RunConfig& config, const Comm& world) {
+int execute(const RunConfig& config, const Comm& world, Watchdog* watchdog = nullptr) {
   const bool lead = world.rank() == 0;
   const auto started = std::chrono::steady_clock::now();
+  LastSaved last;
+  // The last words refer to `last` and `config`: gone when execute returns.
+  const std::unique_ptr<Watchdog, void (*)(Watchdog*)> forget(watchdog, [](Watchdog* w) {
+    if (w != nullptr) w->set_last_words({});
+  });
+  Watchdog::note_phase("layout");
   const Layout layout = discover_layout(world);
   validate_for_world(config, world.size());
   if (config.command == Command::scale || config.command == Command::p2p ||
@@ -159,6 +202,10 @@ int execute(const RunConfig& config, const Comm& world) {
   });
   const std::unique_ptr<Transport> transport = make_transport_for(config, world, layout);
   validate_for_transport(config, *transport);
+  // The NCCL transport has deadlines of its own on every wait and gives no
+  // step notes; the watchdog then only ends the run on a signal.
+  if (watchdog != nullptr && transport->name() != "mpi") watchdog->disarm_deadline();
+  if (lead) install_last_words(watchdog, config, last);
 
   RunResult result;
   result.tool = tool_info();
@@ -191,6 +238,7 @@ int execute(const RunConfig& config, const Comm& world) {
   }
   // The topology comes first, before any collective runs.
   if (config.command == Command::topo || config.command == Command::run) {
+    Watchdog::note_phase("topology");
     ClusterTopology topology = gather_topology(
         world, layout, TopologyOptions{probe_roots(config.sysfs_root, config.procfs_root), config.measure_topology});
     if (lead && !config.quiet) write_topology_summary(topology, std::cout);
@@ -199,10 +247,10 @@ int execute(const RunConfig& config, const Comm& world) {
   if (config.command == Command::topo) {
     if (!lead) return exit_ok;
     result.complete = true;
-    save(config, result, started);
+    save(config, result, started, &last);
     return exit_ok;
   }
-  if (lead) save(config, result, started);  // a valid (empty, incomplete) file from the start
+  if (lead) save(config, result, started, &last);  // a valid (empty, incomplete) file from the start
 
   TableWriter table(std::cout);
   const bool progress_wanted = config.progress == ProgressChoice::on ||
@@ -220,16 +268,18 @@ int execute(const RunConfig& config, const Comm& world) {
       if (r.timing && r.timing->wrong) result.wrong_total += *r.timing->wrong;
     }
   };
-  listener.on_op_done = [&](Op) { save(config, result, started); };
+  listener.on_op_done = [&](Op) { save(config, result, started, &last); };
 
   const bool multi_node = layout.nodes > 1;
   const bool sweep = config.command == Command::sweep || config.command == Command::run;
   const bool ladder = config.command == Command::scale || (config.command == Command::run && multi_node);
   const bool pairs = config.command == Command::p2p ||
                      (config.command == Command::run && (multi_node || layout.ranks_per_node.front() > 1));
+  Watchdog::note_phase("sweep");
   if (sweep) run_sweep(config, *transport, world, listener);
   progress.clear();
   if (ladder) {
+    Watchdog::note_phase("ladder");
     // The NIC-bound ceiling needs the line rate: given, or from the topology
     // rank 0 gathered (every rank gets it, though only rank 0 analyses).
     RunConfig ladder_config = config;
@@ -245,10 +295,11 @@ int execute(const RunConfig& config, const Comm& world) {
         for (const GroupResult& g : l.groups) result.wrong_total += g.wrong;
       if (!config.quiet) write_ladder(scaling, std::cout);
       result.scaling = std::move(scaling);
-      save(config, result, started);
+      save(config, result, started, &last);
     }
   }
   if (pairs) {
+    Watchdog::note_phase("pairs");
     PairsResult matrix = run_pairs(config, *transport, world, layout);
     if (lead) {
       result.wrong_total += matrix.wrong;
@@ -260,12 +311,13 @@ int execute(const RunConfig& config, const Comm& world) {
         for (const Finding& f : result.findings) std::cout << "# " << f.message << '\n';
       }
       result.pairs = std::move(matrix);
-      save(config, result, started);
+      save(config, result, started, &last);
     }
   }
   if (!lead) return exit_ok;
   result.complete = true;
-  save(config, result, started);
+  save(config, result, started, &last);
+  if (watchdog != nullptr) watchdog->set_last_words({});  // complete: nothing to take back
   if (sweep) table.summary(result);
   const int judged = judge_run(config, result);
   if (!data_ok(result)) {
@@ -321,8 +373,12 @@ int run_measurements(int* argc, char*** argv, const RunConfig& config) {
   const MpiSession session(argc, argv);
   const Comm world = Comm::world();
   const bool lead = world.rank() == 0;
+  // MPI calls wait without a deadline: the watchdog gives them one, and ends
+  // the run on SIGINT and SIGTERM with the files saved.
+  Watchdog watchdog(std::chrono::milliseconds(static_cast<std::int64_t>(config.gpu.timeout_s * 1000.0)),
+                    this_hostname(), world.rank(), lead);
   try {
-    return execute(config, world);
+    return execute(config, world, &watchdog);
   } catch (const UsageError& e) {
     // Raised on every rank alike; one line from rank 0.
     if (lead) std::cerr << "fabricbench: error: " << terminal_safe(e.what()) << '\n';

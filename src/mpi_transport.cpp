@@ -11,6 +11,7 @@
 
 #include "fabricbench/error.hpp"
 #include "fabricbench/pattern.hpp"
+#include "fabricbench/watchdog.hpp"
 
 #if FABRICBENCH_HAVE_MPI
 #include "mpi_check.hpp"
@@ -217,7 +218,10 @@ MpiCall MpiTransport::resolve(const OpSpec& spec) {
   return c;
 }
 
-void MpiTransport::run_once(const OpSpec& spec) { issue(resolve(spec)); }
+void MpiTransport::run_once(const OpSpec& spec) {
+  Watchdog::note_step(fabricbench::name(spec.op).data(), spec.counts.bytes);  // a literal: kept by pointer
+  issue(resolve(spec));
+}
 
 std::span<std::byte> MpiTransport::output(const OpSpec& spec) {
   const std::size_t elt = element_size(spec.dtype);
@@ -232,6 +236,8 @@ std::uint64_t MpiTransport::verify(const OpSpec& spec) {
 }
 
 BatchTiming MpiTransport::time_batch(const OpSpec& spec, int iters, bool per_iteration) {
+  Watchdog::note_step(fabricbench::name(spec.op).data(),
+                      spec.counts.bytes);  // once per batch: lock-free, outside the clock
   const MpiCall call = resolve(spec);
   return with_call(call, [iters, per_iteration](const auto& issue_once) {
     BatchTiming timing;

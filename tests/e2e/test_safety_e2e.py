@@ -9,10 +9,12 @@ import argparse
 import copy
 import json
 import os
+import signal
 import stat
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ARGS = None
@@ -234,6 +236,118 @@ class Unchecked(unittest.TestCase):
             self.assertEqual(proc.returncode, 0, proc.stderr)
             self.assertIn("data not checked (--no-check)", proc.stdout)
             self.assertNotIn("every checked element was right", proc.stdout)
+
+
+def rank_pid(launcher, rank):
+    """The pid of world rank `rank` among the launcher's children."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        kids = subprocess.run(["pgrep", "-P", str(launcher)], capture_output=True, text=True).stdout.split()
+        for kid in kids:
+            try:
+                with open(f"/proc/{kid}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+                return int(kid)
+        time.sleep(0.2)
+    raise AssertionError(f"rank {rank} did not start")
+
+
+class Deadlines(unittest.TestCase):
+    """--timeout on the MPI path, signals and a killed rank: the run ends, says why, and saves."""
+
+    def setUp(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        self.dir = tempfile.TemporaryDirectory()
+        self.json = os.path.join(self.dir.name, "r.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def start(self, np_, *extra):
+        sweep = ["sweep", "--transport", "mpi", "--ops", "allreduce,allgather,sendrecv", "-b", "1K", "-e", "64K",
+                 "--min-time-ms", "200", "--json", self.json, *extra]
+        if np_ == 0:
+            cmd = [ARGS.binary, *sweep]
+        else:
+            cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", str(np_),
+                   ARGS.binary, *sweep]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+
+    def wait_for_records(self, proc):
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                with open(self.json, encoding="utf-8") as f:
+                    if json.load(f)["records"]:
+                        return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        self.fail("no record was saved in time")
+
+    def finish(self, proc, within):
+        try:
+            _, err = proc.communicate(timeout=within)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            self.fail(f"the run did not end within {within} s")
+        with open(self.json, encoding="utf-8") as f:
+            status = json.load(f)["status"]
+        self.assertFalse(status["complete"])
+        return err, status
+
+    def test_a_stopped_rank_ends_the_run_after_the_timeout_with_exit_4(self):
+        proc = self.start(4, "--timeout", "5")
+        self.wait_for_records(proc)
+        stopped = rank_pid(proc.pid, 2)
+        os.kill(stopped, signal.SIGSTOP)
+        try:
+            err, status = self.finish(proc, 60)
+        finally:
+            try:
+                os.kill(stopped, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.assertEqual(proc.returncode, 4, err)
+        self.assertRegex(err, r"fabricbench: error: timeout: rank \d on \S+ waited more than 5 s in the sweep "
+                              r"phase, (allreduce|allgather|sendrecv) at \d+ KiB \(--timeout 5\)")
+        self.assertRegex(status["reason"], r"^timeout: rank \d on \S+ waited more than 5 s in the sweep phase")
+
+    def test_sigint_saves_and_exits_5(self):
+        proc = self.start(0)
+        self.wait_for_records(proc)
+        proc.send_signal(signal.SIGINT)
+        err, status = self.finish(proc, 10)
+        self.assertEqual(proc.returncode, 5, err)
+        self.assertIn("fabricbench: error: interrupted by SIGINT", err)
+        self.assertTrue(status["reason"].startswith("interrupted by SIGINT"), status)
+
+    def test_sigterm_to_mpirun_ends_the_run_within_seconds_and_saves_the_reason(self):
+        proc = self.start(2)
+        self.wait_for_records(proc)
+        start = time.time()
+        proc.send_signal(signal.SIGTERM)
+        err, status = self.finish(proc, 20)
+        self.assertLess(time.time() - start, 10)
+        self.assertNotEqual(proc.returncode, 0)  # mpirun's own status when it is the one signalled
+        self.assertTrue(status["reason"].startswith("interrupted by SIG"), status)
+
+    def test_a_killed_rank_ends_the_run_within_seconds(self):
+        proc = self.start(3)
+        self.wait_for_records(proc)
+        start = time.time()
+        os.kill(rank_pid(proc.pid, 1), signal.SIGKILL)
+        self.finish(proc, 30)
+        self.assertLess(time.time() - start, 15)
+        self.assertNotEqual(proc.returncode, 0)
 
 
 def intra(node, *links):
