@@ -416,9 +416,9 @@ RunConfig to_config(const RawOptions& o, Command command) {
   if (o.gpus < 0) throw UsageError(fmt::format("--gpus {}: must be 1 or above", o.gpus));
   // A week: long enough for any step, short enough that milliseconds fit.
   constexpr double longest_timeout_s = 7 * 24 * 3600;
-  if (!(o.timeout_s > 0.0 && o.timeout_s <= longest_timeout_s))
-    throw UsageError(
-        fmt::format("--timeout {}: must be above 0 and at most {} seconds", o.timeout_s, longest_timeout_s));
+  if (!(o.timeout_s > 0.0)) throw UsageError(fmt::format("--timeout {}: must be above 0 seconds", o.timeout_s));
+  if (!(o.timeout_s <= longest_timeout_s))
+    throw UsageError(fmt::format("--timeout {}: must be at most {} seconds", o.timeout_s, longest_timeout_s));
   c.gpu = {o.gpus, o.allow_shared_gpu, o.graph, o.timeout_s};
   c.sysfs_root = o.sysfs_root;
   c.procfs_root = o.procfs_root;
