@@ -99,6 +99,7 @@ std::optional<std::string> MpiTransport::unsupported(Op op, DType dtype, RedOp r
 }
 
 void MpiTransport::prepare(const OpSpec& spec) {
+  Watchdog::note_step(fabricbench::name(spec.op).data(), spec.counts.bytes);  // the barriers before a step too
   const std::size_t elt = element_size(spec.dtype);
   const std::size_t send_bytes = spec.counts.send * elt;
   // In place, the receive buffer also holds the input (all of it for
