@@ -376,7 +376,7 @@ int run_measurements(int* argc, char*** argv, const RunConfig& config) {
   // MPI calls wait without a deadline: the watchdog gives them one, and ends
   // the run on SIGINT and SIGTERM with the files saved.
   Watchdog watchdog(std::chrono::milliseconds(static_cast<std::int64_t>(config.gpu.timeout_s * 1000.0)),
-                    this_hostname(), world.rank(), lead);
+                    this_hostname(), world.rank(), lead, exit_error, exit_interrupted);
   try {
     return execute(config, world, &watchdog);
   } catch (const UsageError& e) {

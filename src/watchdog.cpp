@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "fabricbench/app.hpp"
 #include "fabricbench/sizes.hpp"
 
 namespace fabricbench {
@@ -40,11 +39,14 @@ struct sigaction previous_term {};
 
 }  // namespace
 
-Watchdog::Watchdog(std::chrono::milliseconds timeout, std::string host, int rank, bool lead)
+Watchdog::Watchdog(std::chrono::milliseconds timeout, std::string host, int rank, bool lead, int timeout_code,
+                   int signal_code)
     : timeout_(timeout),
       grace_(lead ? std::chrono::milliseconds(0) : std::chrono::milliseconds(2000)),
       host_(std::move(host)),
-      rank_(rank) {
+      rank_(rank),
+      timeout_code_(timeout_code),
+      signal_code_(signal_code) {
   last_ns_ = now_ns();
   if (::pipe2(pipe_, O_CLOEXEC | O_NONBLOCK) != 0) pipe_[0] = pipe_[1] = -1;
   active = this;
@@ -113,10 +115,10 @@ void Watchdog::watch() {
         if (sig == SIGINT || sig == SIGTERM)
           fire(fmt::format("interrupted by {} on {} (rank {}) in the {} phase", sig == SIGINT ? "SIGINT" : "SIGTERM",
                            host_, rank_, phase_.load()),
-               exit_interrupted);
+               signal_code_);
       }
     }
-    if (armed_ && now_ns() - last_ns_.load() > limit_ns) fire(timeout_reason(), exit_error);
+    if (armed_ && now_ns() - last_ns_.load() > limit_ns) fire(timeout_reason(), timeout_code_);
   }
 }
 
@@ -125,15 +127,14 @@ void Watchdog::fire(const std::string& reason, int code) {
   std::signal(SIGINT, SIG_DFL);
   std::signal(SIGTERM, SIG_DFL);
   // A signal reaches every rank (mpirun passes it on): one line, the lead's.
-  if (code != exit_interrupted || grace_.count() == 0)
-    std::cerr << "fabricbench: error: " << reason << '\n' << std::flush;
+  if (code != signal_code_ || grace_.count() == 0) std::cerr << "fabricbench: error: " << reason << '\n' << std::flush;
   {
     const std::lock_guard lock(words_mutex_);
     try {
       if (last_words_) last_words_(reason);
     } catch (const std::exception& e) {
-      std::cerr << "fabricbench: error: while saving after the " << (code == exit_error ? "timeout" : "signal") << ": "
-                << e.what() << '\n';
+      std::cerr << "fabricbench: error: while saving after the " << (code == timeout_code_ ? "timeout" : "signal")
+                << ": " << e.what() << '\n';
     }
   }
   std::cout << std::flush;

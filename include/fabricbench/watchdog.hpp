@@ -7,8 +7,8 @@
 // transport began last): when nothing new has begun for `timeout`, or when
 // SIGINT or SIGTERM arrives, it prints one line naming host, rank, phase, op
 // and size, lets the lead rank save what it has (complete: false, with the
-// reason), and ends the process: exit_error (4) on a timeout,
-// exit_interrupted (5) on a signal. Under mpirun the ending rank takes the job
+// reason), and ends the process with the code given for each (the app's
+// exit_error, 4, and exit_interrupted, 5). Under mpirun the ending rank takes the job
 // down with it.
 //
 // The notes are lock-free and static, so the transport can give them from
@@ -32,7 +32,10 @@ class Watchdog {
   // ends (the lead rank saves its result there); it must not block on MPI.
   // Non-lead ranks wait `grace` longer, so the lead's line and file come
   // first when every rank waits on one that stopped.
-  Watchdog(std::chrono::milliseconds timeout, std::string host, int rank, bool lead);
+  // The process ends with `timeout_code` on a timeout and `signal_code` on
+  // SIGINT/SIGTERM (the app's exit codes; passed in, so that this low layer
+  // knows none of the app).
+  Watchdog(std::chrono::milliseconds timeout, std::string host, int rank, bool lead, int timeout_code, int signal_code);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
   Watchdog& operator=(const Watchdog&) = delete;
@@ -61,6 +64,8 @@ class Watchdog {
   std::chrono::milliseconds grace_;
   std::string host_;
   int rank_;
+  int timeout_code_;
+  int signal_code_;
   std::atomic<const char*> phase_{"start-up"};
   std::atomic<const char*> op_{nullptr};
   std::atomic<std::size_t> bytes_{0};
