@@ -265,9 +265,9 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
   // Between nodes: every rail at once.
   for (const int round : planned) {
     const Window step;
-    // The health pass is a few rounds of fixed, short counts: each round may
-    // use all that is left of it, so that a slow host's links are measured
-    // (with fewer iterations if need be) rather than cut; they are what
+    // The health pass is a few rounds of fixed, short counts: a round runs
+    // while any of the pass's time is left, and its measurements are never
+    // cut short, so that a slow host's links are measured: they are what
     // names it.
     const double share = next_share(world, phase, pass.phase == Phase::health ? 1 : steps_left, last_step_s);
     --steps_left;
@@ -302,7 +302,7 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
               result.nodes.lat(a, b) = us;
           }
         },
-        result, share);
+        result, pass.phase == Phase::health ? unlimited_seconds : share);
     result.rounds.push_back(round);
     cut(fmt::format("node pairs round {}", round), cuts, false);
     last_step_s = step.elapsed_s();

@@ -77,13 +77,17 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   // issue a different number of collectives and hang the job.
   int wanted = choose_iterations(policy, per_iteration);
   int first = wanted;
+  // Below the stamp threshold each iteration runs twice (the headline batch
+  // and the distribution batch): it costs twice its time.
+  const double cost_per_iteration = per_iteration * (per_iteration >= per_iteration_stamp_threshold_s ? 1 : 2);
   if (lead && std::isfinite(share_s) && per_iteration > 0) {
-    const double fit = std::floor(window.left_s() / per_iteration);
+    const double fit = std::floor(window.left_s() / cost_per_iteration);
     if (fit < static_cast<double>(first)) first = static_cast<int>(std::max(0.0, fit));
   }
   first = comm.broadcast_value(first, 0);
   Measurement out;
   out.per_iteration_s = per_iteration;
+  out.setup_s = window.elapsed_s();
   out.cut = first < std::min(wanted, std::max(1, policy.min_iters));
   if (first == 0) {
     out.skipped = true;
@@ -98,6 +102,7 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   double local_seconds = 0;
   int iters = 0;
   std::vector<double> samples;
+  const Window batches;
   for (int batch_iters = first; batch_iters > 0;) {
     transport.barrier();
     BatchTiming batch = transport.time_batch(spec, batch_iters, stamps_inline);
@@ -115,7 +120,7 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
     int next = 0;
     if (lead && !out.cut) {
       const double left = std::min(window.left_s(), policy.max_time_ms * 1e-3 - window.elapsed_s());
-      next = more_iterations(policy, iters, relative_half_width(samples), local_seconds / iters, left);
+      next = more_iterations(policy, iters, relative_half_width(samples), batches.elapsed_s() / iters, left);
     }
     batch_iters = comm.broadcast_value(next, 0);
   }
@@ -188,6 +193,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
   std::optional<Op> last_op;
   double last_seconds = 0;
   std::size_t last_bytes = 0;
+  double last_setup_s = 0;
 
   for (std::size_t index = 0; index < points.size(); ++index) {
     const Point& point = points[index];
@@ -235,13 +241,14 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
           share = std::max(0.0, phase.left_s()) *
                   std::max(point_weight(counts.bytes) / std::max(weight_left, 1.0),
                            1.0 / static_cast<double>(std::max<std::size_t>(measurements_left, 1)));
+          // What the previous measurement spent before its first batch (the
+          // check and the warm-up) is the least this one needs.
+          double needed = last_setup_s;
           if (last_op == point.op && last_bytes > 0) {
             const double scale = std::max(1.0, static_cast<double>(counts.bytes) / static_cast<double>(last_bytes));
-            const double needed = last_seconds * scale * (std::max(config.iterations.warmup, 1) + 1);
-            if (needed > share || share <= 0) share = -1;
-          } else if (share <= 0) {
-            share = -1;
+            needed = std::max(needed, last_seconds * scale * (std::max(config.iterations.warmup, 1) + 1));
           }
+          if (needed > share || share <= 0) share = -1;
         }
         share = comm.broadcast_value(share, 0);
         weight_left -= point_weight(counts.bytes);
@@ -253,6 +260,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
           m = measure_op(config, transport, comm, spec, share);
           // The timed mean, not the warm-up: a cold warm-up alone must not
           // skip the sizes after it.
+          last_setup_s = m.setup_s;
           if (!m.skipped) {
             last_op = point.op;
             last_seconds = m.timing.time_us * 1e-6;

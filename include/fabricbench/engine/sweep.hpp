@@ -25,6 +25,7 @@ struct Measurement {
   Timing timing;
   double local_seconds = 0;
   double per_iteration_s = 0;  // the warm-up's estimate, the slowest rank's
+  double setup_s = 0;          // on the group's rank 0: the check and warm-up, before the first batch
   bool cut = false;            // fewer iterations than asked, to keep within `share_s`
   bool skipped = false;        // not even one iteration fitted: no timing
 };
