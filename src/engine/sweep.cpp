@@ -66,11 +66,11 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   double per_iteration = 0;
   if (warmup > 0) {
     transport.barrier();
-    const BatchTiming w = transport.time_batch(spec, warmup, true);
-    // The median warm-up iteration, not the mean: the first one is cold
-    // (connections, caches, lazy allocation) and alone would size the count.
-    per_iteration = w.per_iteration.size() == static_cast<std::size_t>(warmup) ? percentile(w.per_iteration, 0.5)
-                                                                               : w.seconds / warmup;
+    // The warm-up's mean sizes the first batch only: with a cold first
+    // iteration it errs towards fewer iterations, and the precision loop
+    // then adds what the spread of the timed iterations calls for.
+    const BatchTiming w = transport.time_batch(spec, warmup, false);
+    per_iteration = w.seconds / warmup;
     comm.allreduce_max(std::span<double>(&per_iteration, 1));
   }
   // Rank 0 decides and every rank follows: a rank that decided alone could
