@@ -76,11 +76,8 @@ void agree_on_root(const Comm& world, const std::function<void()>& check) {
       message = e.what();
     }
   }
-  std::uint64_t length = world.broadcast_value<std::uint64_t>(message.size(), 0);
-  if (length == 0) return;
-  message.resize(length);
-  world.broadcast(std::as_writable_bytes(std::span<char>(message.data(), message.size())), 0);
-  throw UsageError(message);
+  message = world.broadcast_bytes(std::move(message), 0);
+  if (!message.empty()) throw UsageError(message);
 }
 
 bool progress_wanted(const RunConfig& config) {

@@ -1,6 +1,7 @@
 #include "fabricbench/comm/layout.hpp"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <numeric>
 #include <string>
@@ -78,12 +79,14 @@ Layout discover_layout(const Comm& world) {
   const Comm node = world.split_shared();
   const int leader = node.broadcast_value(world.rank(), 0);
   const auto hosts = world.allgather(this_hostname());
-  const auto leader_text = world.allgather(std::to_string(leader));
-  const auto local_text = world.allgather(std::to_string(node.rank()));
+  // Each rank's node leader and its rank within the node.
+  const std::vector<std::array<int, 2>> places = world.allgather_value(std::array<int, 2>{leader, node.rank()});
   std::vector<int> leaders;
   std::vector<int> locals;
-  for (const auto& t : leader_text) leaders.push_back(std::stoi(t));
-  for (const auto& t : local_text) locals.push_back(std::stoi(t));
+  for (const auto& [their_leader, their_local] : places) {
+    leaders.push_back(their_leader);
+    locals.push_back(their_local);
+  }
   return layout_from(world.rank(), hosts, leaders, locals);
 }
 

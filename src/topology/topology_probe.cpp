@@ -123,21 +123,21 @@ NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& source, bool mea
 }
 
 ClusterTopology gather_topology(const Comm& world, const Layout& layout, const TopologyOptions& options) {
+  // A node's first rank speaks for it: its node index as a number, its
+  // record in its JSON form.
   std::string mine;
   if (layout.local_rank == 0) {
     const std::unique_ptr<GpuInfoSource> source = make_system_gpu_source();
-    nlohmann::ordered_json j = node_to_json(probe_node(options.roots, *source, options.measure));
-    j["node_index"] = layout.node;
-    mine = j.dump();
+    mine = node_to_json(probe_node(options.roots, *source, options.measure)).dump();
   }
+  const std::vector<int> index_of_rank = world.allgather_value(layout.local_rank == 0 ? layout.node : -1);
   const std::vector<std::string> all = world.allgather(mine);
   std::vector<NodeTopology> nodes(static_cast<std::size_t>(layout.nodes));
-  for (const std::string& text : all) {
-    if (text.empty()) continue;
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("node_index") || !j["node_index"].is_number_integer()) continue;
-    const auto index = j["node_index"].get<int>();
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const int index = index_of_rank[r];
     if (index < 0 || index >= layout.nodes) continue;
+    const nlohmann::json j = nlohmann::json::parse(all[r], nullptr, false);
+    if (j.is_discarded()) continue;
     nodes[static_cast<std::size_t>(index)] = node_from_json(j);
   }
   return analyze_cluster(std::move(nodes));
