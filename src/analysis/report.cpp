@@ -34,8 +34,8 @@ std::vector<std::string> topology_facts(const RunResult& r) {
   const Hardware hw = detect_hardware(*r.topology);
   v[0] = hw.gpu_model.value_or(hw.gpus_per_node == 0 ? "none" : "unknown");
   v[1] = std::to_string(hw.gpus_per_node);
-  v[2] = hw.gpu_link;
-  v[3] = hw.rdma_nics == 0 ? "0" : fmt::format("{} {}", hw.rdma_nics, hw.nic_kind);
+  v[2] = name(hw.gpu_link);
+  v[3] = hw.rdma_nics == 0 ? "0" : fmt::format("{} {}", hw.rdma_nics, hw.nic_kind ? name(*hw.nic_kind) : "");
   v[4] = hw.nic_rate_gbps ? fmt::format("{:.0f} Gb/s", *hw.nic_rate_gbps) : "-";
   v[5] = hw.pcie_gen ? fmt::format("Gen{} x{}", *hw.pcie_gen, hw.pcie_width.value_or(0)) : "-";
   v[6] = std::to_string(r.topology->anomalies.size());

@@ -296,7 +296,7 @@ void verdict_list(const std::vector<Verdict>& verdicts, std::ostream& out) {
     out << fmt::format(
         "<tr><td><span class=\"badge {}\">{}</span></td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td class=\"l\">{}",
-        level_class(v.level), name(v.level), esc(v.kind), esc(v.subject), esc(v.reason));
+        level_class(v.level), name(v.level), esc(name(v.kind)), esc(v.subject), esc(v.reason));
     if (!v.source.empty()) out << "<div class=\"src\">source: " << esc(v.source) << "</div>";
     out << "</td></tr>\n";
   }
@@ -334,16 +334,16 @@ void topology_section(const ReportRun& run, std::size_t index, std::ostream& out
       for (const NicPort& p : nic.ports)
         if (p.rate_gbps) rate = fmt::format(" {:.0f}G {}", *p.rate_gbps, p.state.value_or(""));
       if (!rate.empty() || nic.speed_gbps)
-        nics += fmt::format("{}{} ({}{})", nics.empty() ? "" : ", ", nic.name, nic.kind,
+        nics += fmt::format("{}{} ({}{})", nics.empty() ? "" : ", ", nic.name, name(nic.kind),
                             rate.empty() ? fmt::format(" {:.0f}G", *nic.speed_gbps) : rate);
       else
-        nics += fmt::format("{}{} ({})", nics.empty() ? "" : ", ", nic.name, nic.kind);
+        nics += fmt::format("{}{} ({})", nics.empty() ? "" : ", ", nic.name, name(nic.kind));
     }
     out << fmt::format(
         "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>"
         "<td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>\n",
         esc(n.host.hostname), n.gpus.size(), esc(model), esc(pcie), h2d, d2h, esc(nics.empty() ? "-" : nics),
-        esc(n.gpudirect.status));
+        esc(name(n.gpudirect.status)));
   }
   out << "</table>\n";
   if (t.anomalies.empty()) {

@@ -32,7 +32,7 @@ std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::
 void write_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostream& out) {
   out << fmt::format("#\n# Verdict: {}\n", name(level));
   for (const Verdict& v : verdicts) {
-    out << fmt::format("#   {:<4} {:<9} {}: {}\n", name(v.level), v.kind, v.subject, v.reason);
+    out << fmt::format("#   {:<4} {:<9} {}: {}\n", name(v.level), name(v.kind), v.subject, v.reason);
     if (!v.source.empty()) out << fmt::format("#        source: {}\n", v.source);
   }
 }

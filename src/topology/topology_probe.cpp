@@ -20,15 +20,13 @@ int nvlinks_between(const GpuInfo& a, const GpuInfo& b) {
   for (const NvLink& l : a.nvlinks) {
     if (l.active != true) continue;
     if (l.remote_pci == b.pci_bus_id) ++direct;
-    if (l.remote_kind == "switch") ++a_switch;
+    if (l.remote_kind == LinkPeer::nvswitch) ++a_switch;
   }
   for (const NvLink& l : b.nvlinks) {
-    if (l.active == true && l.remote_kind == "switch") ++b_switch;
+    if (l.active == true && l.remote_kind == LinkPeer::nvswitch) ++b_switch;
   }
   return direct > 0 ? direct : std::min(a_switch, b_switch);
 }
-
-bool is_rdma(const NicInfo& nic) { return nic.kind == "infiniband" || nic.kind == "roce"; }
 
 void compute_matrices(const ProbeRoots& roots, NodeTopology& node) {
   const std::size_t n = node.gpus.size();

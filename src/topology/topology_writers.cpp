@@ -2,6 +2,9 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "fabricbench/core/error.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 
 namespace fabricbench {
@@ -41,6 +44,22 @@ std::optional<T> get(const json& j, const char* key) {
     if (v.is_number_integer()) return v.get<T>();
   }
   return std::nullopt;
+}
+
+// A link's far end; a name this build does not know is "unknown".
+std::optional<LinkPeer> remote_kind(const json& link) {
+  const std::optional<std::string> text = get<std::string>(link, "remote_kind");
+  if (!text) return std::nullopt;
+  return parse_link_peer(*text);
+}
+
+// A NIC is InfiniBand, RoCE or Ethernet; anything else in a file is an error,
+// never a guess.
+NicKind nic_kind(const json& nic) {
+  const std::optional<std::string> text = get<std::string>(nic, "kind");
+  if (const std::optional<NicKind> kind = parse_nic_kind(text.value_or(""))) return *kind;
+  throw UsageError(fmt::format("topology: NIC '{}' has kind '{}', not {}", get<std::string>(nic, "name").value_or("?"),
+                               text.value_or(""), names_of(nic_kind_names)));
 }
 
 const json& member(const json& j, const char* key) {
@@ -101,7 +120,7 @@ nlohmann::ordered_json node_to_json(const NodeTopology& node) {
                        {"active", opt(l.active)},
                        {"version", opt(l.version)},
                        {"remote_pci", opt(l.remote_pci)},
-                       {"remote_kind", opt(l.remote_kind)}});
+                       {"remote_kind", l.remote_kind ? ojson(name(*l.remote_kind)) : ojson(nullptr)}});
     gpus.push_back({{"index", opt(g.index)},
                     {"pci_bus_id", g.pci_bus_id},
                     {"name", opt(g.name)},
@@ -132,9 +151,9 @@ nlohmann::ordered_json node_to_json(const NodeTopology& node) {
                        {"rate_gbps", opt(p.rate_gbps)},
                        {"link_layer", opt(p.link_layer)}});
     nics.push_back({{"name", n.name},
-                    {"kind", n.kind},
+                    {"kind", name(n.kind)},
                     {"pci_address", opt(n.pci_address)},
-                    {"bus", n.bus},
+                    {"bus", name(n.bus)},
                     {"driver", opt(n.driver)},
                     {"numa_node", opt(n.numa_node)},
                     {"firmware", opt(n.firmware)},
@@ -145,7 +164,7 @@ nlohmann::ordered_json node_to_json(const NodeTopology& node) {
                     {"operstate", opt(n.operstate)}});
   }
   j["nics"] = nics;
-  j["gpudirect_rdma"] = {{"status", node.gpudirect.status},
+  j["gpudirect_rdma"] = {{"status", name(node.gpudirect.status)},
                          {"module", opt(node.gpudirect.module)},
                          {"dma_buf", opt(node.gpudirect.dma_buf)}};
   j["gpu_matrix"] = node.gpu_matrix;
@@ -195,7 +214,7 @@ NodeTopology node_from_json(const nlohmann::json& j) {
       if (const json& links = member(g, "nvlinks"); links.is_array()) {
         for (const json& l : links) {
           gpu.nvlinks.push_back({get<int>(l, "link").value_or(0), get<bool>(l, "active"), get<int>(l, "version"),
-                                 get<std::string>(l, "remote_pci"), get<std::string>(l, "remote_kind")});
+                                 get<std::string>(l, "remote_pci"), remote_kind(l)});
         }
       }
       gpu.mig_mode = get<std::string>(g, "mig_mode");
@@ -210,9 +229,9 @@ NodeTopology node_from_json(const nlohmann::json& j) {
     for (const json& n : nics) {
       NicInfo nic;
       nic.name = get<std::string>(n, "name").value_or("");
-      nic.kind = get<std::string>(n, "kind").value_or("");
+      nic.kind = nic_kind(n);
       nic.pci_address = get<std::string>(n, "pci_address");
-      nic.bus = get<std::string>(n, "bus").value_or("unknown");
+      nic.bus = parse_nic_bus(get<std::string>(n, "bus").value_or("unknown"));
       nic.driver = get<std::string>(n, "driver");
       nic.numa_node = get<int>(n, "numa_node");
       nic.firmware = get<std::string>(n, "firmware");
@@ -231,7 +250,7 @@ NodeTopology node_from_json(const nlohmann::json& j) {
     }
   }
   const json& gdr = member(j, "gpudirect_rdma");
-  node.gpudirect.status = get<std::string>(gdr, "status").value_or("unknown");
+  node.gpudirect.status = parse_gdr_status(get<std::string>(gdr, "status").value_or("unknown"));
   node.gpudirect.module = get<std::string>(gdr, "module");
   node.gpudirect.dma_buf = get<bool>(gdr, "dma_buf");
   for (const char* key : {"gpu_matrix", "nic_matrix"}) {

@@ -150,9 +150,9 @@ TEST(Gates, ParseErrorsNameTheExpression) {
   EXPECT_NE(message_of([] { (void)parse_gate("topo.h2d_gbs@2>=1"); }).find("takes no @"), std::string::npos);
   const Gate g = parse_gate("allgather.busbw@64M>=100");
   EXPECT_EQ(g.subject, "allgather");
-  EXPECT_EQ(g.metric, "busbw");
+  EXPECT_EQ(name(g.metric), "busbw");
   EXPECT_EQ(g.at, std::size_t{64} << 20);
-  EXPECT_EQ(g.comparison, ">=");
+  EXPECT_EQ(name(g.comparison), ">=");
   EXPECT_DOUBLE_EQ(g.value, 100);
 }
 

@@ -97,9 +97,9 @@ TEST(TopologyFixture, DgxHostGpusNicsAndMatrices) {
 
   ASSERT_EQ(n.nics.size(), 10U);  // 8 InfiniBand, 2 Ethernet; IPoIB and lo are not NICs of their own
   const NicInfo& ib0 = nic_named(n, "mlx5_0");
-  EXPECT_EQ(ib0.kind, "infiniband");
+  EXPECT_EQ(name(ib0.kind), "infiniband");
   EXPECT_EQ(ib0.pci_address, "0000:19:00.0");
-  EXPECT_EQ(ib0.bus, "pci");
+  EXPECT_EQ(name(ib0.bus), "pci");
   EXPECT_EQ(ib0.driver, "mlx5_core");
   EXPECT_EQ(ib0.numa_node, 0);
   EXPECT_EQ(ib0.firmware, "28.39.1002");
@@ -110,7 +110,7 @@ TEST(TopologyFixture, DgxHostGpusNicsAndMatrices) {
   EXPECT_EQ(ib0.ports[0].link_layer, "InfiniBand");
   EXPECT_EQ(ib0.netdevs, std::vector<std::string>{"ibp25s0"});
   const NicInfo& eth = nic_named(n, "enp218s0f1");
-  EXPECT_EQ(eth.kind, "ethernet");
+  EXPECT_EQ(name(eth.kind), "ethernet");
   EXPECT_EQ(eth.pci_address, "0000:da:00.1");
   EXPECT_EQ(eth.driver, "i40e");
   EXPECT_EQ(eth.numa_node, 1);
@@ -118,7 +118,7 @@ TEST(TopologyFixture, DgxHostGpusNicsAndMatrices) {
   EXPECT_EQ(eth.mtu, 1500);
   EXPECT_EQ(eth.operstate, "up");
 
-  EXPECT_EQ(n.gpudirect.status, "ready");
+  EXPECT_EQ(name(n.gpudirect.status), "ready");
   EXPECT_EQ(n.gpudirect.module, "nvidia_peermem");
 
   EXPECT_EQ(n.gpu_matrix[0][0], "X");
@@ -149,13 +149,13 @@ TEST(TopologyFixture, PcieFourGpusWithRoce) {
   EXPECT_EQ(n.gpu_matrix[0][2], "SYS");
   EXPECT_EQ(n.gpu_matrix[3][2], "PIX");
   const NicInfo& roce = nic_named(n, "mlx5_1");
-  EXPECT_EQ(roce.kind, "roce");
+  EXPECT_EQ(name(roce.kind), "roce");
   EXPECT_EQ(roce.pci_address, "0000:c5:00.0");
   EXPECT_EQ(roce.ports.at(0).rate_gbps, 200.0);
   EXPECT_EQ(roce.ports.at(0).link_layer, "Ethernet");
   EXPECT_EQ(roce.netdevs, std::vector<std::string>{"enp197s0np0"});
   const NicInfo& roce_if = nic_named(n, "enp197s0np0");
-  EXPECT_EQ(roce_if.kind, "ethernet");
+  EXPECT_EQ(name(roce_if.kind), "ethernet");
   EXPECT_EQ(roce_if.speed_gbps, 200.0);
   EXPECT_EQ(roce_if.mtu, 9000);
   EXPECT_EQ(nic_named(n, "eno1").speed_gbps, 1.0);
@@ -179,13 +179,13 @@ TEST(TopologyFixture, CloudVmWithVirtioOnly) {
   ASSERT_EQ(n.nics.size(), 1U);
   const NicInfo& eth = n.nics[0];
   EXPECT_EQ(eth.name, "eth0");
-  EXPECT_EQ(eth.bus, "virtio");
+  EXPECT_EQ(name(eth.bus), "virtio");
   EXPECT_EQ(eth.pci_address, "0000:00:03.0");
   EXPECT_EQ(eth.driver, "virtio_net");
   EXPECT_FALSE(eth.numa_node);
   EXPECT_FALSE(eth.speed_gbps);
   EXPECT_EQ(eth.mtu, 1460);
-  EXPECT_EQ(n.gpudirect.status, "absent");
+  EXPECT_EQ(name(n.gpudirect.status), "absent");
   EXPECT_NE(std::find(n.notes.begin(), n.notes.end(), "/sys/class/net/eth0/speed: not reported by the driver (-1)"),
             n.notes.end());
   EXPECT_TRUE(analyze_cluster({n}).anomalies.empty());
@@ -271,7 +271,7 @@ TEST(TopologyFixture, MissingRootsGiveUnknownsNotErrors) {
   EXPECT_EQ(n.host.hostname, "unknown");
   EXPECT_TRUE(n.gpus.empty());
   EXPECT_TRUE(n.nics.empty());
-  EXPECT_EQ(n.gpudirect.status, "unknown");
+  EXPECT_EQ(name(n.gpudirect.status), "unknown");
   EXPECT_FALSE(n.notes.empty());
 }
 
@@ -289,7 +289,7 @@ GpuReport dgx_report(const NodeTopology& sysfs_view, const std::string& driver) 
     g.sm_count = 132;
     g.ecc_mode = "enabled";
     g.mig_mode = "disabled";
-    for (int l = 0; l < 18; ++l) g.nvlinks.push_back({l, true, 4, std::nullopt, "switch"});
+    for (int l = 0; l < 18; ++l) g.nvlinks.push_back({l, true, 4, std::nullopt, LinkPeer::nvswitch});
     r.gpus.push_back(g);
   }
   return r;
