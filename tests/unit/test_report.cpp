@@ -6,6 +6,7 @@
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -175,6 +176,37 @@ TEST(Gates, EvaluateEveryKind) {
   const RunResult plain = read_result_file(golden_path("result.json"));
   EXPECT_EQ(evaluate_gate(parse_gate("topo.h2d_gbs>=40"), plain).reason, "no topology in this run");
   EXPECT_EQ(evaluate_gate(parse_gate("scale.efficiency>=0.9"), plain).reason, "no scaling ladder in this run");
+}
+
+TEST(Gates, EveryMetricOfTheTableParsesToItself) {
+  for (const GateMetricInfo& m : gate_metrics) {
+    const std::string subject = m.family == GateFamily::op      ? "allreduce"
+                                : m.family == GateFamily::scale ? "scale"
+                                : m.family == GateFamily::pairs ? "pairs"
+                                                                : "topo";
+    for (const auto& [comparison, label] : comparison_names) {
+      const Gate g = parse_gate(fmt::format("{}.{}{}1", subject, m.name, label));
+      EXPECT_EQ(g.metric, m.metric);
+      EXPECT_EQ(g.comparison, comparison);
+    }
+  }
+}
+
+TEST(Verdicts, ExpectationsWithAnUnknownMatchNameAreRefused) {
+  const auto with = [](const std::string& match) {
+    return R"({"schema": "fabricbench.expectations/1", "warn_at": 0.9, "fail_below": 0.7, "references": [)"
+           R"({"id": "x", "label": "X", "figure": "allreduce.busbw", "expected_gbs": 1, "source": "s", "match": )" +
+           match + "}]}";
+  };
+  EXPECT_EQ(parse_expectations(with(R"({"gpu_link": "nvswitch", "nic_kind": "roce"})")).references.at(0).gpu_link,
+            GpuLink::nvswitch);
+  EXPECT_THROW((void)parse_expectations(with(R"({"gpu_link": "nvbridge"})")), UsageError);
+  try {
+    (void)parse_expectations(with(R"({"nic_kind": "token-ring"})"));
+    FAIL() << "an unknown nic_kind was read";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "expectations: x: nic_kind 'token-ring' is not infiniband, roce or ethernet");
+  }
 }
 
 TEST(Verdicts, ReferencesMatchDetectedHardwareOrSayNoReference) {

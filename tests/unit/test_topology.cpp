@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "../topology/fixture_tree.hpp"
+#include "fabricbench/core/error.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
@@ -396,6 +397,34 @@ TEST(TopologyWriters, JsonRoundTrip) {
   const NodeTopology n = probe_node(roots_of(root), source, true);
   const auto j = node_to_json(n);
   EXPECT_EQ(node_to_json(node_from_json(nlohmann::json::parse(j.dump()))).dump(), j.dump());
+}
+
+// Names in files map to the closed sets and back; an unknown NIC kind is an
+// error naming the NIC, an unknown bus or link peer the explicit "unknown".
+TEST(TopologyWriters, ClosedSetsReadBackByName) {
+  for (const auto& [kind, label] : nic_kind_names) EXPECT_EQ(parse_nic_kind(label), kind);
+  for (const auto& [bus, label] : nic_bus_names) EXPECT_EQ(parse_nic_bus(label), bus);
+  for (const auto& [peer, label] : link_peer_names) EXPECT_EQ(parse_link_peer(label), peer);
+  for (const auto& [status, label] : gdr_status_names) EXPECT_EQ(parse_gdr_status(label), status);
+  EXPECT_TRUE(is_rdma(NicKind::infiniband));
+  EXPECT_TRUE(is_rdma(NicKind::roce));
+  EXPECT_FALSE(is_rdma(NicKind::ethernet));
+
+  auto j = nlohmann::json::parse(R"({"nics": [{"name": "mlx5_0", "kind": "roce", "bus": "usb"}],
+      "gpus": [{"pci_bus_id": "0000:18:00.0", "nvlinks": [{"link": 0, "remote_kind": "bridge"}]}],
+      "gpudirect_rdma": {"status": "maybe"}})");
+  const NodeTopology n = node_from_json(j);
+  EXPECT_EQ(n.nics.at(0).kind, NicKind::roce);
+  EXPECT_EQ(n.nics.at(0).bus, NicBus::unknown);
+  EXPECT_EQ(n.gpus.at(0).nvlinks.at(0).remote_kind, LinkPeer::unknown);
+  EXPECT_EQ(n.gpudirect.status, GdrStatus::unknown);
+  j["nics"][0]["kind"] = "token-ring";
+  try {
+    (void)node_from_json(j);
+    FAIL() << "an unknown NIC kind was read";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "topology: NIC 'mlx5_0' has kind 'token-ring', not infiniband, roce or ethernet");
+  }
 }
 
 TEST(TopologyWriters, SummaryMatchesGolden) {
