@@ -55,55 +55,62 @@ struct Measured {
   std::size_t bytes = 0;  // size measured at, when it matters
 };
 
-Measured measure_figure(const RunResult& result, const Hardware& hw, const std::string& figure) {
+Measured measure_figure(const RunResult& result, const Hardware& hw, ReferenceFigure figure) {
   Measured m;
-  if (figure == "allreduce.busbw") {
-    m.what = "all-reduce busbw";
-    if (result.run.nodes != 1 || result.run.ranks != hw.gpus_per_node) {
-      m.why_not = fmt::format("the reference is for one node with all its {} GPUs; this run had {} ranks on {} node{}",
-                              hw.gpus_per_node, result.run.ranks, result.run.nodes, result.run.nodes == 1 ? "" : "s");
-      return m;
+  switch (figure) {
+    case ReferenceFigure::allreduce_busbw: {
+      m.what = "all-reduce busbw";
+      if (result.run.nodes != 1 || result.run.ranks != hw.gpus_per_node) {
+        m.why_not =
+            fmt::format("the reference is for one node with all its {} GPUs; this run had {} ranks on {} node{}",
+                        hw.gpus_per_node, result.run.ranks, result.run.nodes, result.run.nodes == 1 ? "" : "s");
+        return m;
+      }
+      const SweepRecord* r = largest_measured(result, Op::allreduce);
+      if (r == nullptr) {
+        m.why_not = "no all-reduce was measured";
+        return m;
+      }
+      m.value = r->timing->busbw_gbs;
+      m.bytes = r->bytes;
+      break;
     }
-    const SweepRecord* r = largest_measured(result, Op::allreduce);
-    if (r == nullptr) {
-      m.why_not = "no all-reduce was measured";
-      return m;
+    case ReferenceFigure::p2p_per_nic_gbs: {
+      m.what = "node-pair bandwidth per NIC";
+      if (!result.pairs || result.pairs->nodes.size < 2) {
+        m.why_not = "no node-pair matrix in this run";
+        return m;
+      }
+      if (hw.rdma_nics == 0) {
+        m.why_not = "no active RDMA NIC";
+        return m;
+      }
+      std::vector<double> links;
+      for (const auto& v : result.pairs->nodes.bandwidth_gbs)
+        if (v) links.push_back(*v);
+      if (links.empty()) {
+        m.why_not = "no node pair was measured";
+        return m;
+      }
+      m.value = median_of(links) / hw.rdma_nics;
+      m.bytes = result.pairs->bytes;
+      break;
     }
-    m.value = r->timing->busbw_gbs;
-    m.bytes = r->bytes;
-  } else if (figure == "p2p.per_nic_gbs") {
-    m.what = "node-pair bandwidth per NIC";
-    if (!result.pairs || result.pairs->nodes.size < 2) {
-      m.why_not = "no node-pair matrix in this run";
-      return m;
+    case ReferenceFigure::topo_h2d_gbs:
+    case ReferenceFigure::topo_d2h_gbs: {
+      const bool h2d = figure == ReferenceFigure::topo_h2d_gbs;
+      m.what = h2d ? "host-to-device copy" : "device-to-host copy";
+      std::vector<double> values;
+      for (const NodeTopology& n : result.topology->nodes)
+        for (const GpuInfo& g : n.gpus)
+          if (const auto& v = h2d ? g.h2d_gbs : g.d2h_gbs) values.push_back(*v);
+      if (values.empty()) {
+        m.why_not = "copies were not measured";
+        return m;
+      }
+      m.value = median_of(values);
+      break;
     }
-    if (hw.rdma_nics == 0) {
-      m.why_not = "no active RDMA NIC";
-      return m;
-    }
-    std::vector<double> links;
-    for (const auto& v : result.pairs->nodes.bandwidth_gbs)
-      if (v) links.push_back(*v);
-    if (links.empty()) {
-      m.why_not = "no node pair was measured";
-      return m;
-    }
-    m.value = median_of(links) / hw.rdma_nics;
-    m.bytes = result.pairs->bytes;
-  } else if (figure == "topo.h2d_gbs" || figure == "topo.d2h_gbs") {
-    const bool h2d = figure == "topo.h2d_gbs";
-    m.what = h2d ? "host-to-device copy" : "device-to-host copy";
-    std::vector<double> values;
-    for (const NodeTopology& n : result.topology->nodes)
-      for (const GpuInfo& g : n.gpus)
-        if (const auto& v = h2d ? g.h2d_gbs : g.d2h_gbs) values.push_back(*v);
-    if (values.empty()) {
-      m.why_not = "copies were not measured";
-      return m;
-    }
-    m.value = median_of(values);
-  } else {
-    m.why_not = fmt::format("unknown figure '{}'", figure);
   }
   return m;
 }
@@ -419,7 +426,7 @@ Expectations parse_expectations(std::string_view text) {
       Reference ref;
       ref.id = r.at("id").get<std::string>();
       ref.label = r.at("label").get<std::string>();
-      ref.figure = r.at("figure").get<std::string>();
+      ref.figure = *named(std::optional(r.at("figure").get<std::string>()), reference_figure_names, ref.id, "figure");
       ref.scope = r.value("scope", "");
       const json& m = r.at("match");
       ref.gpu_model_contains = member<std::string>(m, "gpu_model_contains");
@@ -500,8 +507,8 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
     return out;
   }
   const Hardware hw = detect_hardware(*result.topology);
-  std::map<std::string, std::vector<const Reference*>> by_figure;  // in file order within a figure
-  std::vector<std::string> figures;
+  std::map<ReferenceFigure, std::vector<const Reference*>> by_figure;  // in file order within a figure
+  std::vector<ReferenceFigure> figures;
   for (const Reference& r : expectations.references) {
     if (!matches(r, hw)) continue;
     if (by_figure[r.figure].empty()) figures.push_back(r.figure);
@@ -512,7 +519,7 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
         {Level::info, VerdictKind::reference, "expectations", fmt::format("no reference for {}", describe(hw)), ""});
     return out;
   }
-  for (const std::string& figure : figures) {
+  for (const ReferenceFigure figure : figures) {
     const std::vector<const Reference*>& refs = by_figure[figure];
     const auto primary = std::find_if(refs.begin(), refs.end(), [](const Reference* r) { return !r->context_only; });
     if (primary == refs.end()) continue;
@@ -520,7 +527,7 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
     const Measured m = measure_figure(result, hw, figure);
     Verdict v;
     v.kind = VerdictKind::reference;
-    v.subject = figure;
+    v.subject = name(figure);
     v.source = ref.source;
     if (!m.value) {
       v.level = Level::info;

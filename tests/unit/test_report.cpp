@@ -201,6 +201,9 @@ TEST(Verdicts, ExpectationsWithAnUnknownMatchNameAreRefused) {
   EXPECT_EQ(parse_expectations(with(R"({"gpu_link": "nvswitch", "nic_kind": "roce"})")).references.at(0).gpu_link,
             GpuLink::nvswitch);
   EXPECT_THROW((void)parse_expectations(with(R"({"gpu_link": "nvbridge"})")), UsageError);
+  std::string bad_figure = with("{}");
+  bad_figure.replace(bad_figure.find("allreduce.busbw"), 15, "allreduce.bogus");
+  EXPECT_THROW((void)parse_expectations(bad_figure), UsageError);
   try {
     (void)parse_expectations(with(R"({"nic_kind": "token-ring"})"));
     FAIL() << "an unknown nic_kind was read";

@@ -72,10 +72,20 @@ Hardware detect_hardware(const ClusterTopology& topology);
 // "8×NVIDIA H100 80GB HBM3, NVSwitch, 8×infiniband 400 Gb/s, PCIe Gen5 x16".
 std::string describe(const Hardware& hardware);
 
+// The figures a reference gives an expected value for.
+enum class ReferenceFigure { allreduce_busbw, p2p_per_nic_gbs, topo_h2d_gbs, topo_d2h_gbs };
+inline constexpr NameTable<ReferenceFigure, 4> reference_figure_names{{
+    {ReferenceFigure::allreduce_busbw, "allreduce.busbw"},
+    {ReferenceFigure::p2p_per_nic_gbs, "p2p.per_nic_gbs"},
+    {ReferenceFigure::topo_h2d_gbs, "topo.h2d_gbs"},
+    {ReferenceFigure::topo_d2h_gbs, "topo.d2h_gbs"},
+}};
+constexpr std::string_view name(ReferenceFigure figure) { return name_in(reference_figure_names, figure); }
+
 struct Reference {
   std::string id;
-  std::string label;   // "8×H100 NVSwitch"
-  std::string figure;  // "allreduce.busbw", "p2p.per_nic_gbs", "topo.h2d_gbs", "topo.d2h_gbs"
+  std::string label;  // "8×H100 NVSwitch"
+  ReferenceFigure figure = ReferenceFigure::allreduce_busbw;
   std::string scope;
   // Match keys; an empty one matches anything.
   std::optional<std::string> gpu_model_contains;
