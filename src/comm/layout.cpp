@@ -23,9 +23,23 @@ std::string this_hostname() {
 
 Layout layout_from(int rank, const std::vector<std::string>& hostname_of_rank, const std::vector<int>& leader_of_rank,
                    const std::vector<int>& local_rank_of_rank) {
+  // Without MPI these lists come from files other processes wrote: every
+  // index is checked before it is used.
+  const std::size_t n = hostname_of_rank.size();
+  if (leader_of_rank.size() != n || local_rank_of_rank.size() != n || rank < 0 || static_cast<std::size_t>(rank) >= n)
+    throw SystemError(fmt::format("layout: {} host names, {} leaders and {} local ranks for rank {}", n,
+                                  leader_of_rank.size(), local_rank_of_rank.size(), rank));
+  for (std::size_t r = 0; r < n; ++r) {
+    if (leader_of_rank[r] < 0 || static_cast<std::size_t>(leader_of_rank[r]) >= n)
+      throw SystemError(
+          fmt::format("layout: rank {} names leader {}, not one of the {} ranks", r, leader_of_rank[r], n));
+    if (local_rank_of_rank[r] < 0 || static_cast<std::size_t>(local_rank_of_rank[r]) >= n)
+      throw SystemError(
+          fmt::format("layout: rank {} names local rank {}, not one of the {} ranks", r, local_rank_of_rank[r], n));
+  }
   Layout layout;
   layout.rank = rank;
-  layout.ranks = static_cast<int>(hostname_of_rank.size());
+  layout.ranks = static_cast<int>(n);
   // A node is a shared-memory group, named by its leader's world rank; nodes
   // are numbered by (hostname, leader) so the order is stable across runs.
   std::map<int, std::string> leaders;

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/bounded_json.hpp"
+#include "fabricbench/core/error.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
@@ -134,9 +136,13 @@ ClusterTopology gather_topology(const Comm& world, const Layout& layout, const T
   for (std::size_t r = 0; r < all.size(); ++r) {
     const int index = index_of_rank[r];
     if (index < 0 || index >= layout.nodes) continue;
-    const nlohmann::json j = nlohmann::json::parse(all[r], nullptr, false);
-    if (j.is_discarded()) continue;
-    nodes[static_cast<std::size_t>(index)] = node_from_json(j);
+    // Without MPI another process wrote this: bounded, and read like any
+    // record from a file (an unknown NIC kind, say, is refused).
+    try {
+      nodes[static_cast<std::size_t>(index)] = node_from_json(parse_bounded_json(all[r], "topology"));
+    } catch (const UsageError&) {
+      continue;
+    }
   }
   return analyze_cluster(std::move(nodes));
 }
