@@ -1,7 +1,9 @@
 #include "fabricbench/topology/topology_probe.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -130,17 +132,39 @@ ClusterTopology gather_topology(const Comm& world, const Layout& layout, const T
     j["node_index"] = layout.node;
     mine = j.dump();
   }
-  const std::vector<std::string> all = world.allgather(mine);
+  return cluster_from_records(world.allgather(mine), layout);
+}
+
+ClusterTopology cluster_from_records(const std::vector<std::string>& records, const Layout& layout) {
   std::vector<NodeTopology> nodes(static_cast<std::size_t>(layout.nodes));
-  for (const std::string& text : all) {
+  std::vector<Anomaly> unreadable;
+  for (std::size_t rank = 0; rank < records.size(); ++rank) {
+    const std::string& text = records[rank];
     if (text.empty()) continue;
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("node_index") || !j["node_index"].is_number_integer()) continue;
-    const auto index = j["node_index"].get<int>();
-    if (index < 0 || index >= layout.nodes) continue;
-    nodes[static_cast<std::size_t>(index)] = node_from_json(j);
+    std::optional<int> index;
+    if (!j.is_discarded() && j.is_object() && j.contains("node_index") && j["node_index"].is_number_integer()) {
+      const auto value = j["node_index"].get<std::int64_t>();
+      if (value >= 0 && value < layout.nodes) index = static_cast<int>(value);
+    }
+    if (index) {
+      nodes[static_cast<std::size_t>(*index)] = node_from_json(j);
+      continue;
+    }
+    // Not dropped in silence: the node is named, from the layout, and kept
+    // with what is known of it (its name).
+    const int node = rank < layout.node_of_rank.size() ? layout.node_of_rank[rank] : -1;
+    const std::string host = node >= 0 && static_cast<std::size_t>(node) < layout.hostnames.size()
+                                 ? layout.hostnames[static_cast<std::size_t>(node)]
+                                 : fmt::format("rank {}", rank);
+    if (node >= 0 && node < layout.nodes) nodes[static_cast<std::size_t>(node)].host.hostname = host;
+    unreadable.push_back({"topology_unreadable", host, "",
+                          fmt::format("the topology record of node {} (rank {}) {}", node, rank,
+                                      j.is_discarded() ? "is not JSON" : "names no node of this run")});
   }
-  return analyze_cluster(std::move(nodes));
+  ClusterTopology cluster = analyze_cluster(std::move(nodes));
+  cluster.anomalies.insert(cluster.anomalies.begin(), unreadable.begin(), unreadable.end());
+  return cluster;
 }
 
 }  // namespace fabricbench
