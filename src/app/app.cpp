@@ -126,7 +126,7 @@ void save(const RunConfig& config, RunResult& result,
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
   if (!config.csv_path.empty())
-    write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result.records, out); });
+    write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result, out); });
 }
 
 // After the run, on rank 0: the verdicts a measuring command was asked for
@@ -209,6 +209,7 @@ class RunPipeline {
     result_.checked = config_.check;
     RunInfo& info = result_.run;
     info.start_utc = utc_now();
+    info.label = config_.label;
     info.command_line = config_.command_line;
     info.command_line.insert(info.command_line.begin(), "fabricbench");
     info.ranks = layout_.ranks;

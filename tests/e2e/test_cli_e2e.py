@@ -76,11 +76,11 @@ class Sweep(unittest.TestCase):
         self.assertEqual(len(rows), len(doc["records"]))
         for row, rec in zip(rows, doc["records"]):
             self.assertEqual(row["op"], rec["op"])
-            self.assertEqual(int(row["size_bytes"]), rec["bytes"])
+            self.assertEqual(int(row["bytes"]), rec["bytes"])
             if "busbw_gbs" in rec:
-                self.assertAlmostEqual(float(row["busbw_GBps"]), rec["busbw_gbs"], places=9)
+                self.assertAlmostEqual(float(row["busbw_gbs"]), rec["busbw_gbs"], places=9)
             else:
-                self.assertEqual(row["busbw_GBps"], "")
+                self.assertEqual(row["busbw_gbs"], "")
                 self.assertTrue(row["skipped"])
 
     def test_every_op_and_dtype_on_one_to_three_ranks(self):
