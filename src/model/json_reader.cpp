@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/model/result_consistency.hpp"
 #include "fabricbench/model/result_json.hpp"
 #include "fabricbench/model/schema_validate.hpp"
 
@@ -32,7 +34,9 @@ RunResult result_from_json(const nlohmann::json& document, const std::string& la
     throw UsageError(fmt::format("{}: {}{}", label, e.path.empty() ? "" : e.path + ": ", e.message));
   }
   try {
-    return result_from_valid_json(document);
+    RunResult result = result_from_valid_json(document);
+    check_consistency(result);
+    return result;
   } catch (const json::exception& e) {
     throw UsageError(fmt::format("{}: does not read as a result: {}", label, e.what()));
   } catch (const UsageError& e) {
@@ -45,19 +49,7 @@ RunResult read_result_file(const std::string& path) {
   if (!in) throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
-  json document;
-  try {
-    document = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    std::string message = e.what();
-    // "[json.exception.parse_error.101] parse error at line 3, ...": the tag
-    // says nothing to the person reading it.
-    if (const auto bracket = message.find("] ");
-        message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
-      message = message.substr(bracket + 2);
-    throw UsageError(fmt::format("{}: truncated or not JSON: {}", path, message));
-  }
-  return result_from_json(document, path);
+  return result_from_json(parse_bounded_json(text.str(), path), path);
 }
 
 }  // namespace fabricbench

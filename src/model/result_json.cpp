@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/model/result_consistency.hpp"
 #include "fabricbench/model/result_fields.hpp"
 #include "fabricbench/model/result_json.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
@@ -113,6 +114,7 @@ PairsResult pairs_from_json(const json& j) {
   p.rounds = read<std::vector<int>>(j.at("rounds"), "pairs/rounds");
   p.ranks_per_node = read<int>(j.at("ranks_per_node"), "pairs/ranks_per_node");
   p.hosts = read<std::vector<std::string>>(j.at("hosts"), "pairs/hosts");
+  check_matrix_sizes(p.hosts.size(), j.at("intra_node").size(), p.ranks_per_node);
   p.nodes = matrix_from_json(j.at("links"), static_cast<int>(p.hosts.size()), "pairs/links");
   const json& intra = j.at("intra_node");
   for (std::size_t n = 0; n < intra.size(); ++n)
@@ -136,6 +138,7 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   // Unchecked data is neither right nor wrong.
   status["data_ok"] = result.checked ? ojson(data_ok(result)) : ojson(nullptr);
   if (result.duration_s) status["duration_s"] = *result.duration_s;
+  if (!result.end_reason.empty()) status["reason"] = result.end_reason;
   doc["status"] = status;
   doc["records"] = to_value(result.records);
   if (result.topology) doc["topology"] = topology_to_json(*result.topology);
@@ -157,6 +160,8 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   r.wrong_total = read<std::uint64_t>(status.at("wrong_elements"), "status/wrong_elements");
   if (const auto d = status.find("duration_s"); d != status.end())
     r.duration_s = read<std::optional<double>>(*d, "status/duration_s");
+  if (const auto reason = status.find("reason"); reason != status.end())
+    r.end_reason = read<std::string>(*reason, "status/reason");
   r.records = read<std::vector<SweepRecord>>(doc.at("records"), "records");
   if (const auto t = doc.find("topology"); t != doc.end()) r.topology = topology_from_json(*t);
   if (const auto s = doc.find("scaling"); s != doc.end()) r.scaling = scaling_from_json(*s);

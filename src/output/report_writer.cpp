@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/text_safety.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
 
@@ -28,16 +29,8 @@ std::string ratio_text(const std::optional<Spread>& base, const std::optional<Sp
 
 std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
 
-// RFC 4180 quoting, only where needed.
-std::string csv_text(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + '"';
-}
+// RFC 4180 quoting where needed, formulas and control characters defused.
+std::string csv_text(const std::string& text) { return csv_safe_cell(text); }
 
 // A group's name in the comparison CSV: the --label its runs share, else
 // their files' names ("run_a.json+run_a2.json"), so concatenated or pasted

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/bounded_json.hpp"
+#include "fabricbench/core/error.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
@@ -141,11 +143,19 @@ ClusterTopology cluster_from_records(const std::vector<std::string>& records, co
   for (std::size_t rank = 0; rank < records.size(); ++rank) {
     const std::string& text = records[rank];
     if (text.empty()) continue;
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    // Without MPI another process wrote this: bounded, and the index checked
+    // in its own type before it is used.
+    nlohmann::json j;
+    bool parsed = true;
+    try {
+      j = parse_bounded_json(text, "topology");
+    } catch (const UsageError&) {
+      parsed = false;
+    }
     std::optional<int> index;
-    if (!j.is_discarded() && j.is_object() && j.contains("node_index") && j["node_index"].is_number_integer()) {
-      const auto value = j["node_index"].get<std::int64_t>();
-      if (value >= 0 && value < layout.nodes) index = static_cast<int>(value);
+    if (parsed && j.is_object() && j.contains("node_index")) {
+      index = integer_value<int>(j["node_index"]);
+      if (index && (*index < 0 || *index >= layout.nodes)) index.reset();
     }
     if (index) {
       nodes[static_cast<std::size_t>(*index)] = node_from_json(j);
@@ -160,7 +170,7 @@ ClusterTopology cluster_from_records(const std::vector<std::string>& records, co
     if (node >= 0 && node < layout.nodes) nodes[static_cast<std::size_t>(node)].host.hostname = host;
     unreadable.push_back({"topology_unreadable", host, "",
                           fmt::format("the topology record of node {} (rank {}) {}", node, rank,
-                                      j.is_discarded() ? "is not JSON" : "names no node of this run")});
+                                      parsed ? "names no node of this run" : "is not JSON")});
   }
   ClusterTopology cluster = analyze_cluster(std::move(nodes));
   cluster.anomalies.insert(cluster.anomalies.begin(), unreadable.begin(), unreadable.end());

@@ -20,9 +20,9 @@
 //                      any of its keys is
 //   written(v)         derived from other members: written, not read back
 // Enums are written by `name(e)` and read by `from_name(text, tag<E>)`, both
-// found by ADL. Integers are range-checked in the type they are read into.
+// found by ADL. Integers are range-checked in the type they are read into
+// (checked_integer, core/bounded_json.hpp).
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <limits>
@@ -37,6 +37,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
 
 namespace fabricbench::fields {
@@ -258,31 +259,6 @@ struct Reader {
   }
 };
 
-// An integer in T's range: a JSON integer, or an integral floating-point
-// number (JSON Schema counts 2.0 as an integer). Checked in T, so 2^63-1
-// never wraps to -1 on its way to an index.
-template <class T>
-T integer(const nlohmann::json& j, const std::string& path) {
-  static_assert(std::is_integral_v<T> && !std::is_same_v<T, bool>);
-  if (j.is_number_unsigned()) {
-    const auto v = j.get<std::uint64_t>();
-    if (std::in_range<T>(v)) return static_cast<T>(v);
-  } else if (j.is_number_integer()) {
-    const auto v = j.get<std::int64_t>();
-    if (std::in_range<T>(v)) return static_cast<T>(v);
-  } else if (j.is_number_float()) {
-    const double d = j.get<double>();
-    // [min, 2^digits): both ends are exact in a double.
-    const double lo = static_cast<double>(std::numeric_limits<T>::min());
-    const double hi = std::ldexp(1.0, std::numeric_limits<T>::digits);
-    if (std::isfinite(d) && std::floor(d) == d && d >= lo && d < hi) return static_cast<T>(d);
-  } else {
-    fail(path, fmt::format("expected an integer, found {}", j.type_name()));
-  }
-  fail(path, fmt::format("{} is not an integer from {} to {}", j.dump(), std::numeric_limits<T>::min(),
-                         std::numeric_limits<T>::max()));
-}
-
 template <class T>
 void from_value(const nlohmann::json& j, T& value, const std::string& path, Mode mode) {
   if constexpr (Described<T>) {
@@ -345,7 +321,7 @@ void from_value(const nlohmann::json& j, T& value, const std::string& path, Mode
     if (!j.is_boolean()) fail(path, fmt::format("expected true or false, found {}", j.type_name()));
     value = j.get<bool>();
   } else if constexpr (std::is_integral_v<T>) {
-    value = integer<T>(j, path);
+    value = checked_integer<T>(j, path);
   } else {
     static_assert(std::is_floating_point_v<T>, "a field type the JSON form does not know");
     if (!j.is_number()) fail(path, fmt::format("expected a number, found {}", j.type_name()));
