@@ -50,7 +50,8 @@ RunResult fully_populated() {
   r.run.environment = {{"NCCL_DEBUG", "WARN"}};
   r.run.devices = {"rank 0: a GPU 0", "rank 1: b GPU 0"};
   r.run.cost = PriceInfo{2.5, 20.0};
-  r.complete = true;
+  r.complete = false;  // ended early, so the reason is there too
+  r.end_reason = "interrupted by SIGINT";
   r.checked = true;
   r.duration_s = 12.5;
 
