@@ -121,7 +121,7 @@ void write_results(const RunConfig& config, const RunResult& result) {
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
   if (!config.csv_path.empty())
-    write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result.records, out); });
+    write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result, out); });
 }
 
 // What the lead rank saved last, for the watchdog: on a timeout or a signal
@@ -252,6 +252,7 @@ class RunPipeline {
     result_.checked = config_.check;
     RunInfo& info = result_.run;
     info.start_utc = utc_now();
+    info.label = config_.label;
     info.command_line = config_.command_line;
     info.command_line.insert(info.command_line.begin(), "fabricbench");
     info.ranks = layout_.ranks;

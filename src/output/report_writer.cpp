@@ -1,5 +1,6 @@
 #include "fabricbench/output/report_writers.hpp"
 
+#include <filesystem>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -8,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/text_safety.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
 
@@ -26,6 +28,27 @@ std::string ratio_text(const std::optional<Spread>& base, const std::optional<Sp
 }
 
 std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
+
+// RFC 4180 quoting where needed, formulas and control characters defused.
+std::string csv_text(const std::string& text) { return csv_safe_cell(text); }
+
+// A group's name in the comparison CSV: the --label its runs share, else
+// their files' names ("run_a.json+run_a2.json"), so concatenated or pasted
+// comparisons say which run is which.
+std::string group_name(const Report& report, const ReportGroup& group) {
+  std::string label;
+  bool shared = true;
+  for (const std::size_t i : group.runs) {
+    const std::string& l = report.runs[i].result.run.label;
+    if (l.empty() || (!label.empty() && l != label)) shared = false;
+    label = l;
+  }
+  if (shared && !label.empty()) return label;
+  std::string files;
+  for (const std::size_t i : group.runs)
+    files += (files.empty() ? "" : "+") + std::filesystem::path(report.runs[i].path).filename().string();
+  return files;
+}
 
 }  // namespace
 
@@ -123,14 +146,16 @@ void write_report_text(const Report& report, std::ostream& out) {
 
 void write_report_csv(const Report& report, std::ostream& out) {
   if (report.runs.size() == 1) {
-    write_csv(report.runs.front().result.records, out);
+    write_csv(report.runs.front().result, out);
     return;
   }
-  out << "op,dtype,placement,size_bytes";
-  for (const ReportGroup& g : report.groups)
-    out << fmt::format(",{0}_busbw_mean_GBps,{0}_busbw_sd_GBps,{0}_busbw_min_GBps,{0}_busbw_max_GBps,{0}_runs",
-                       g.label);
-  for (std::size_t g = 1; g < report.groups.size(); ++g) out << fmt::format(",{}_over_A", report.groups[g].label);
+  std::vector<std::string> names;
+  for (const ReportGroup& g : report.groups) names.push_back(group_name(report, g));
+  out << "op,dtype,placement,bytes";
+  for (const std::string& n : names)
+    for (const char* column : {"busbw_gbs_mean", "busbw_gbs_sd", "busbw_gbs_min", "busbw_gbs_max", "runs"})
+      out << ',' << csv_text(fmt::format("{}:{}", n, column));
+  for (std::size_t g = 1; g < names.size(); ++g) out << ',' << csv_text(fmt::format("{}:busbw_ratio", names[g]));
   out << '\n';
   for (const CompareRow& row : report.compare) {
     out << fmt::format("{},{},{},{}", name(row.op), name(row.dtype), name(row.placement), row.bytes);

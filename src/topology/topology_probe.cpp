@@ -1,7 +1,9 @@
 #include "fabricbench/topology/topology_probe.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -123,28 +125,54 @@ NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& source, bool mea
 }
 
 ClusterTopology gather_topology(const Comm& world, const Layout& layout, const TopologyOptions& options) {
-  // A node's first rank speaks for it: its node index as a number, its
-  // record in its JSON form.
   std::string mine;
   if (layout.local_rank == 0) {
     const std::unique_ptr<GpuInfoSource> source = make_system_gpu_source();
-    mine = node_to_json(probe_node(options.roots, *source, options.measure)).dump();
+    nlohmann::ordered_json j = node_to_json(probe_node(options.roots, *source, options.measure));
+    j["node_index"] = layout.node;
+    mine = j.dump();
   }
-  const std::vector<int> index_of_rank = world.allgather_value(layout.local_rank == 0 ? layout.node : -1);
-  const std::vector<std::string> all = world.allgather(mine);
+  return cluster_from_records(world.allgather(mine), layout);
+}
+
+ClusterTopology cluster_from_records(const std::vector<std::string>& records, const Layout& layout) {
   std::vector<NodeTopology> nodes(static_cast<std::size_t>(layout.nodes));
-  for (std::size_t r = 0; r < all.size(); ++r) {
-    const int index = index_of_rank[r];
-    if (index < 0 || index >= layout.nodes) continue;
-    // Without MPI another process wrote this: bounded, and read like any
-    // record from a file (an unknown NIC kind, say, is refused).
+  std::vector<Anomaly> unreadable;
+  for (std::size_t rank = 0; rank < records.size(); ++rank) {
+    const std::string& text = records[rank];
+    if (text.empty()) continue;
+    // Without MPI another process wrote this: bounded, and the index checked
+    // in its own type before it is used.
+    nlohmann::json j;
+    bool parsed = true;
     try {
-      nodes[static_cast<std::size_t>(index)] = node_from_json(parse_bounded_json(all[r], "topology"));
+      j = parse_bounded_json(text, "topology");
     } catch (const UsageError&) {
+      parsed = false;
+    }
+    std::optional<int> index;
+    if (parsed && j.is_object() && j.contains("node_index")) {
+      index = integer_value<int>(j["node_index"]);
+      if (index && (*index < 0 || *index >= layout.nodes)) index.reset();
+    }
+    if (index) {
+      nodes[static_cast<std::size_t>(*index)] = node_from_json(j);
       continue;
     }
+    // Not dropped in silence: the node is named, from the layout, and kept
+    // with what is known of it (its name).
+    const int node = rank < layout.node_of_rank.size() ? layout.node_of_rank[rank] : -1;
+    const std::string host = node >= 0 && static_cast<std::size_t>(node) < layout.hostnames.size()
+                                 ? layout.hostnames[static_cast<std::size_t>(node)]
+                                 : fmt::format("rank {}", rank);
+    if (node >= 0 && node < layout.nodes) nodes[static_cast<std::size_t>(node)].host.hostname = host;
+    unreadable.push_back({"topology_unreadable", host, "",
+                          fmt::format("the topology record of node {} (rank {}) {}", node, rank,
+                                      parsed ? "names no node of this run" : "is not JSON")});
   }
-  return analyze_cluster(std::move(nodes));
+  ClusterTopology cluster = analyze_cluster(std::move(nodes));
+  cluster.anomalies.insert(cluster.anomalies.begin(), unreadable.begin(), unreadable.end());
+  return cluster;
 }
 
 }  // namespace fabricbench

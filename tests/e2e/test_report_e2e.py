@@ -105,8 +105,8 @@ class Outputs(unittest.TestCase):
         with open(self.csv, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
         self.assertEqual(len(rows), 6)
-        self.assertEqual(rows[0]["A_runs"], "2")
-        self.assertAlmostEqual(float(rows[0]["B_over_A"]), 0.8 / 0.98, places=9)
+        self.assertEqual(rows[0]["run_a.json+run_a2.json:runs"], "2")
+        self.assertAlmostEqual(float(rows[0]["run_b.json:busbw_ratio"]), 0.8 / 0.98, places=9)
         with open(self.html, encoding="utf-8") as f:
             page = f.read()
         for forbidden in ("<script", "<link", "url(", "src=", "href="):

@@ -277,6 +277,28 @@ TEST(Report, ComparisonAggregatesRunsOfOneCluster) {
   expect_golden("report_compare.csv", csv.str());
 }
 
+// The comparison CSV names a group by the --label its runs share, else by
+// their files.
+TEST(Report, ComparisonCsvNamesGroupsByLabelOrFile) {
+  std::vector<ReportRun> runs;
+  for (const char* n : {"run_a.json", "run_a2.json", "run_b.json"})
+    runs.push_back({n, read_result_file(golden_path(n)), {}, Level::ok, {}});
+  runs[0].result.run.label = "provider-a";
+  runs[1].result.run.label = "provider-a";
+  runs[2].result.run.label = "provider-b";
+  std::ostringstream csv;
+  write_report_csv(build_report(runs, {}, builtin_expectations()), csv);
+  const std::string header = csv.str().substr(0, csv.str().find('\n'));
+  EXPECT_EQ(header,
+            "op,dtype,placement,bytes,provider-a:busbw_gbs_mean,provider-a:busbw_gbs_sd,provider-a:busbw_gbs_min,"
+            "provider-a:busbw_gbs_max,provider-a:runs,provider-b:busbw_gbs_mean,provider-b:busbw_gbs_sd,"
+            "provider-b:busbw_gbs_min,provider-b:busbw_gbs_max,provider-b:runs,provider-b:busbw_ratio");
+  runs[1].result.run.label = "other";  // not shared: the files name the group
+  std::ostringstream mixed;
+  write_report_csv(build_report(runs, {}, builtin_expectations()), mixed);
+  EXPECT_NE(mixed.str().find(",run_a.json+run_a2.json:runs,"), std::string::npos) << mixed.str();
+}
+
 TEST(Report, GatingAndExitCodes) {
   ReportConfig c;
   c.fail_on_warn = true;

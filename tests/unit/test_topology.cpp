@@ -383,6 +383,29 @@ TEST(TopologyAnalysis, IdleLinkSpeedIsANoteNotAnAnomaly) {
   EXPECT_EQ(c.notes[0].rfind("8 GPUs report a PCIe generation below their max", 0), 0U);
 }
 
+// A node whose record does not parse is named, not dropped.
+TEST(TopologyGather, UnreadableRecordIsAnAnomalyNamingTheNode) {
+  Layout layout = layout_from(0, {"n-a", "n-a", "n-b", "n-b"}, {0, 0, 2, 2}, {0, 1, 0, 1});
+  NodeTopology a;
+  a.host.hostname = "n-a";
+  nlohmann::ordered_json j = node_to_json(a);
+  j["node_index"] = 0;
+  const ClusterTopology cluster = cluster_from_records({j.dump(), "", "{\"host\": {\"hostn", ""}, layout);
+  ASSERT_EQ(cluster.nodes.size(), 2U);
+  EXPECT_EQ(cluster.nodes[0].host.hostname, "n-a");
+  EXPECT_EQ(cluster.nodes[1].host.hostname, "n-b");
+  ASSERT_FALSE(cluster.anomalies.empty());
+  EXPECT_EQ(cluster.anomalies.front().kind, "topology_unreadable");
+  EXPECT_EQ(cluster.anomalies.front().host, "n-b");
+  EXPECT_EQ(cluster.anomalies.front().detail, "the topology record of node 1 (rank 2) is not JSON");
+
+  j["node_index"] = 7;  // names no node of this run
+  const ClusterTopology stray = cluster_from_records({j.dump(), "", "", ""}, layout);
+  ASSERT_FALSE(stray.anomalies.empty());
+  EXPECT_EQ(stray.anomalies.front().host, "n-a");
+  EXPECT_EQ(stray.anomalies.front().detail, "the topology record of node 0 (rank 0) names no node of this run");
+}
+
 TEST(TopologyWriters, JsonRoundTrip) {
   const TempDir dir;
   const fs::path root = dir.path() / "n";

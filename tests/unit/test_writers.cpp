@@ -113,18 +113,18 @@ TEST(Writers, JsonStatusReportsWrongData) {
 
 TEST(Writers, CsvMatchesGolden) {
   std::ostringstream out;
-  write_csv(fixture().records, out);
+  write_csv(fixture(), out);
   expect_golden("result.csv", out.str());
 }
 
 TEST(Writers, CsvHasOneRowPerRecordAndEqualColumns) {
   std::ostringstream out;
   const RunResult r = fixture();
-  write_csv(r.records, out);
+  write_csv(r, out);
   std::istringstream in(out.str());
   std::string line;
   std::getline(in, line);
-  EXPECT_EQ(line.rfind("op,dtype,redop,root,placement,size_bytes", 0), 0U);
+  EXPECT_EQ(line.rfind("start_utc,label,hostnames,op,dtype,redop,root,placement,bytes", 0), 0U);
   int rows = 0;
   while (std::getline(in, line)) ++rows;
   EXPECT_EQ(rows, static_cast<int>(r.records.size()));

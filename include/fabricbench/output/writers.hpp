@@ -12,9 +12,10 @@
 
 namespace fabricbench {
 
-// CSV: a header row, one row per record, plain numbers, units in the column
-// names; empty cells for what was not measured.
-void write_csv(std::span<const SweepRecord> records, std::ostream& out);
+// CSV: a header row, one row per sweep record with the run's identity
+// first; the columns are the JSON's names (model/result_csv.hpp), plain
+// numbers, empty cells for what was not measured.
+void write_csv(const RunResult& result, std::ostream& out);
 
 // The ladder, the pair matrix and the findings as terminal tables.
 void write_ladder(const ScaleResult& scaling, std::ostream& out);

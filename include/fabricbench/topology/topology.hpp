@@ -189,7 +189,7 @@ struct NodeTopology {
 struct Anomaly {
   std::string kind;  // "gpu_count", "gpu_model", "driver", "pcie_downtrained", "nvlink_down",
                      // "nic_port_down", "nic_slow", "gpudirect_rdma_absent", "gpu_no_local_nic",
-                     // "h2d_slow", "d2h_slow"
+                     // "h2d_slow", "d2h_slow", "topology_unreadable" (a node's record did not parse)
   std::string host;
   std::string device;  // "GPU 3 (0000:5d:00.0)", "mlx5_3 port 1", or empty for the node
   std::string detail;
