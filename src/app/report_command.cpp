@@ -10,7 +10,7 @@
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/model/reader.hpp"
 #include "fabricbench/output/output.hpp"
-#include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/printer.hpp"
 
 namespace fabricbench {
 
@@ -22,14 +22,12 @@ int run_report(const RunConfig& config, std::ostream& out) {
   std::vector<ReportRun> runs;
   for (const std::string& path : rc.files) runs.push_back({path, read_result_file(path), {}, Level::ok, {}});
   const Report report = build_report(std::move(runs), rc, builtin_expectations());
-  if (!config.quiet)
-    write_report_text(report, out);
-  else
-    out << fmt::format("# Verdict: {}\n", name(report.level));
-  if (!config.csv_path.empty())
-    write_file_atomically(config.csv_path, [&report](std::ostream& o) { write_report_csv(report, o); });
-  if (!rc.html_path.empty())
-    write_file_atomically(rc.html_path, [&report](std::ostream& o) { write_report_html(report, o); });
+  PrinterMultiplex printers;
+  if (!config.quiet) printers.add(make_report_text_printer(out));
+  if (!config.csv_path.empty()) printers.add(make_file_printer(config.csv_path, make_report_csv_printer));
+  if (!rc.html_path.empty()) printers.add(make_file_printer(rc.html_path, make_html_printer));
+  if (config.quiet) out << fmt::format("# Verdict: {}\n", name(report.level));
+  printers.finalize(report);
   return report.exit_code;
 }
 

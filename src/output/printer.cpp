@@ -1,0 +1,124 @@
+#include "fabricbench/output/printer.hpp"
+
+#include <ostream>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "fabricbench/output/output.hpp"
+#include "fabricbench/output/report_writers.hpp"
+
+namespace fabricbench {
+namespace {
+
+class ReportTextPrinter final : public Printer {
+ public:
+  explicit ReportTextPrinter(std::ostream& out) : out_(&out) {}
+  void finalize(const Report& report) override { write_report_text(report, *out_); }
+
+ private:
+  std::ostream* out_;
+};
+
+class HtmlPrinter final : public Printer {
+ public:
+  explicit HtmlPrinter(std::ostream& out) : out_(&out) {}
+  void finalize(const Report& report) override { write_report_html(report, *out_); }
+
+ private:
+  std::ostream* out_;
+};
+
+class ReportCsvPrinter final : public Printer {
+ public:
+  explicit ReportCsvPrinter(std::ostream& out) : out_(&out) {}
+  void finalize(const Report& report) override { write_report_csv(report, *out_); }
+
+ private:
+  std::ostream* out_;
+};
+
+class FilePrinter final : public Printer {
+ public:
+  FilePrinter(std::string path, std::unique_ptr<Printer> (*make)(std::ostream&))
+      : path_(std::move(path)), make_(make) {}
+  void finalize(const Report& report) override {
+    write_file_atomically(path_, [&](std::ostream& out) { make_(out)->finalize(report); });
+  }
+
+ private:
+  std::string path_;
+  std::unique_ptr<Printer> (*make_)(std::ostream&);
+};
+
+std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
+
+}  // namespace
+
+void PrinterMultiplex::add(std::unique_ptr<Printer> printer) { printers_.push_back(std::move(printer)); }
+
+void PrinterMultiplex::context(const RunConfig& config, const RunInfo& run) {
+  for (const auto& p : printers_) p->context(config, run);
+}
+
+void PrinterMultiplex::point(std::span<const SweepRecord> placements) {
+  for (const auto& p : printers_) p->point(placements);
+}
+
+void PrinterMultiplex::finalize(const Report& report) {
+  for (const auto& p : printers_) p->finalize(report);
+}
+
+std::unique_ptr<Printer> make_report_text_printer(std::ostream& out) {
+  return std::make_unique<ReportTextPrinter>(out);
+}
+std::unique_ptr<Printer> make_html_printer(std::ostream& out) { return std::make_unique<HtmlPrinter>(out); }
+std::unique_ptr<Printer> make_report_csv_printer(std::ostream& out) { return std::make_unique<ReportCsvPrinter>(out); }
+
+std::unique_ptr<Printer> make_file_printer(std::string path, std::unique_ptr<Printer> (*make)(std::ostream& out)) {
+  return std::make_unique<FilePrinter>(std::move(path), make);
+}
+
+void RunSummaryPrinter::finalize(const Report& report) {
+  if (report.runs.empty()) return;
+  const ReportRun& run = report.runs.front();
+  const RunResult& r = run.result;
+  std::ostream& out = *out_;
+  out << "#\n# Summary\n";
+  if (r.run.ranks == 1)
+    out << fmt::format("# !!! 1 rank: nothing crosses a link; launch with mpirun -np <{}> !!!\n",
+                       unit_word(r) == "GPUs" ? "GPUs" : "ranks");
+  write_verdicts(run.verdicts, run.level, out);
+  if (run.cost) {
+    const CostSummary& c = *run.cost;
+    const std::string unit = unit_word(r) == "GPUs" ? "GPU" : "rank";
+    out << fmt::format("# Cost at {}: ", c.price.per_gpu_hour
+                                             ? fmt::format("{} per {}-hour", money(*c.price.per_gpu_hour), unit)
+                                             : fmt::format("{} per node-hour", money(*c.price.per_node_hour)));
+    if (c.run_cost)
+      out << fmt::format("this run {} ({:.1f} s on {} {}, {} node{})\n", money(*c.run_cost), r.duration_s.value_or(0),
+                         r.run.ranks, unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
+    else
+      out << "this run unknown (" << c.why_no_run_cost << ")\n";
+  }
+  if (files_.json.empty() && files_.csv.empty()) {
+    out << "# Files: none written (--json r.json keeps the result)\n";
+    out << "# Next: fabricbench " << (r.run.command_line.size() > 1 ? r.run.command_line[1] : std::string("run"))
+        << " --json r.json, then fabricbench report r.json --html r.html\n";
+  } else {
+    out << "# Files:";
+    if (!files_.json.empty()) out << ' ' << files_.json;
+    if (!files_.csv.empty()) out << ' ' << files_.csv;
+    out << '\n';
+    if (!files_.json.empty())
+      out << fmt::format("# Next: fabricbench report {} --html {}.html\n", files_.json,
+                         files_.json.size() > 5 && files_.json.ends_with(".json")
+                             ? files_.json.substr(0, files_.json.size() - 5)
+                             : files_.json);
+    else
+      out << "# Next: add --json r.json, then fabricbench report r.json --html r.html\n";
+  }
+  out << std::flush;
+}
+
+}  // namespace fabricbench
