@@ -84,6 +84,7 @@ svg{display:block;max-width:100%;height:auto}svg text{font-family:inherit}
 .swatch{display:inline-block;width:18px;height:0;border-top:3px solid;vertical-align:middle;margin-right:6px}
 .swatch.in_place{border-top-style:dashed}.swatch.bar{height:10px;border-top:0}
 .table-wrap{overflow-x:auto;max-width:100%}
+figure.heatmap{display:inline-block;vertical-align:top;margin-right:28px}
 tr.differs td{background:#fff3d6}.muted{color:#777})";
 
 // Round tick values for an axis from 0 to at least `top`: steps of 1, 2 or 5
@@ -354,8 +355,8 @@ void heatmap(const MatrixChart& m, std::ostream& out) {
                      esc(middle));
   out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n", sx + sw, sy + 24,
                      esc(right));
-  out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\">row sends to column; outlined: findings</text>\n", sx,
-                     sy + 42);
+  out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\">row sends to column{}</text>\n", sx, sy + 42,
+                     m.higher_is_better ? "; outlined: findings" : "");
   out << "</svg><figcaption>" << esc(m.caption) << "</figcaption></figure>\n";
 }
 
