@@ -5,6 +5,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -117,10 +118,10 @@ MatrixChart matrix_chart(const PairMatrix& m, const std::vector<std::string>& la
   std::vector<double> values;
   for (int i = 0; i < m.size; ++i)
     for (int j = 0; j < m.size; ++j) {
-      const std::optional<double> v = i == j ? std::nullopt : (bandwidth ? m.bw(i, j) : m.lat(i, j));
-      c.cells.push_back(v);
-      c.flagged.push_back(i != j && (slow_links.contains({i, j}) || slow_nodes.contains(i) || slow_nodes.contains(j)));
-      if (v) values.push_back(*v);
+      const std::optional<double>& v = bandwidth ? m.bw(i, j) : m.lat(i, j);
+      if (i == j || !v) continue;
+      c.cells.push_back({i, j, *v, slow_links.contains({i, j}) || slow_nodes.contains(i) || slow_nodes.contains(j)});
+      values.push_back(*v);
     }
   if (!values.empty()) {
     c.median = median(values);
@@ -135,9 +136,7 @@ void add_matrix_charts(Report& report) {
     const ReportRun& run = report.runs[i];
     if (!run.result.pairs) continue;
     const PairsResult& p = *run.result.pairs;
-    const auto measured = [](const MatrixChart& c) {
-      return std::any_of(c.cells.begin(), c.cells.end(), [](const auto& v) { return v.has_value(); });
-    };
+    const auto measured = [](const MatrixChart& c) { return !c.cells.empty(); };
     if (p.nodes.size > 1) {
       MatrixChart bw = matrix_chart(p.nodes, p.hosts, true, run.result.findings);
       bw.id = fmt::format("pairs-{}", i);

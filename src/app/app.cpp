@@ -6,6 +6,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 
 #include <unistd.h>
 
@@ -19,7 +20,9 @@
 #include "fabricbench/app/gpu_session.hpp"
 #include "fabricbench/comm/layout.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/watchdog.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/output.hpp"
@@ -119,16 +122,45 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// Saves with the wall time so far, so an interrupted run's file still says
-// how long it ran (and so what it cost).
-void save(const RunConfig& config, RunResult& result,
-          std::chrono::steady_clock::time_point start = std::chrono::steady_clock::time_point{}) {
-  if (start != std::chrono::steady_clock::time_point{})
-    result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+void write_results(const RunConfig& config, const RunResult& result) {
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
   if (!config.csv_path.empty())
     write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result.records, out); });
+}
+
+// What the lead rank saved last, for the watchdog: on a timeout or a signal
+// it writes this again with complete: false and the reason. The mutex is
+// held while either writes, so the watchdog's file is the last.
+struct LastSaved {
+  std::mutex mutex;
+  RunResult result;
+  std::chrono::steady_clock::time_point start;
+};
+
+// Saves with the wall time so far, so an interrupted run's file still says
+// how long it ran (and so what it cost).
+void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start, LastSaved& last) {
+  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::lock_guard lock(last.mutex);
+  write_results(config, result);
+  last.result = result;
+  last.start = start;
+}
+
+// The watchdog's last words on the lead rank: the last save again, marked
+// incomplete with the reason.
+void install_last_words(Watchdog* watchdog, const RunConfig& config, LastSaved& last) {
+  if (watchdog == nullptr) return;
+  watchdog->set_last_words([&config, &last](const std::string& reason) {
+    const std::lock_guard lock(last.mutex);
+    RunResult result = last.result;
+    result.complete = false;
+    result.end_reason = reason;
+    if (last.start != std::chrono::steady_clock::time_point{})
+      result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - last.start).count();
+    write_results(config, result);
+  });
 }
 
 // One measuring command on every rank, as named phases: start (layout, checks,
@@ -137,7 +169,15 @@ void save(const RunConfig& config, RunResult& result,
 // so an interrupted run's file holds what was measured.
 class RunPipeline {
  public:
-  RunPipeline(const RunConfig& config, const Comm& world) : config_(config), world_(world) {}
+  // `watchdog` (may be null) gets the phases, and on the lead rank the last
+  // save as its last words, for the life of run().
+  RunPipeline(const RunConfig& config, const Comm& world, Watchdog* watchdog)
+      : config_(config), world_(world), watchdog_(watchdog) {}
+  RunPipeline(const RunPipeline&) = delete;
+  RunPipeline& operator=(const RunPipeline&) = delete;
+  ~RunPipeline() {
+    if (watchdog_ != nullptr) watchdog_->set_last_words({});  // they refer to this pipeline
+  }
 
   int run() {
     start();
@@ -146,7 +186,7 @@ class RunPipeline {
       if (lead_) finish();
       return exit_ok;
     }
-    if (lead_) save(config_, result_, started_);  // a valid (empty, incomplete) file from the start
+    if (lead_) save(config_, result_, started_, last_);  // a valid (empty, incomplete) file from the start
     if (wants_sweep()) sweep();
     if (wants_ladder()) ladder();
     if (wants_pairs()) pairs();
@@ -171,6 +211,7 @@ class RunPipeline {
   // Refuses what cannot run before anything runs, then starts the transport
   // and records what, where and with what the run ran.
   void start() {
+    Watchdog::note_phase("layout");
     layout_ = discover_layout(world_);
     validate_for_world(config_, world_.size());
     if (config_.command == Command::scale || config_.command == Command::p2p ||
@@ -179,15 +220,24 @@ class RunPipeline {
     agree_on_root(world_, [this] {
       if (!config_.json_path.empty()) check_writable(config_.json_path, "--json");
       if (!config_.csv_path.empty()) check_writable(config_.csv_path, "--csv");
+      check_distinct_outputs({{"--json", config_.json_path}, {"--csv", config_.csv_path}}, {});
     });
     transport_ = make_transport_for(config_, world_, layout_);
     validate_for_transport(config_, *transport_);
+    // The NCCL transport has deadlines of its own on every wait and gives no
+    // step notes; the watchdog then only ends the run on a signal.
+    if (watchdog_ != nullptr && transport_->name() != "mpi") watchdog_->disarm_deadline();
+    if (lead_) install_last_words(watchdog_, config_, last_);
     record_run();
     if (lead_ && !config_.quiet) print_header();
-    if (lead_ && wants_sweep()) printers_.add(std::make_unique<TablePrinter>(std::cout));
-    if (lead_ && config_.command != Command::topo)
+    // Through terminal_safe: the summary quotes verdict reasons and file names.
+    if (lead_ && wants_sweep())
       printers_.add(
-          std::make_unique<RunSummaryPrinter>(std::cout, RunSummaryFiles{config_.json_path, config_.csv_path}));
+          make_terminal_safe_printer(std::cout, [](std::ostream& o) { return std::make_unique<TablePrinter>(o); }));
+    if (lead_ && config_.command != Command::topo)
+      printers_.add(make_terminal_safe_printer(std::cout, [this](std::ostream& o) {
+        return std::make_unique<RunSummaryPrinter>(o, RunSummaryFiles{config_.json_path, config_.csv_path});
+      }));
   }
 
   void record_run() {
@@ -225,6 +275,7 @@ class RunPipeline {
   // The topology comes first, before any collective runs.
   void topology() {
     if (config_.command != Command::topo && config_.command != Command::run) return;
+    Watchdog::note_phase("topology");
     ClusterTopology topology = gather_topology(
         world_, layout_,
         TopologyOptions{probe_roots(config_.sysfs_root, config_.procfs_root), config_.measure_topology});
@@ -233,6 +284,7 @@ class RunPipeline {
   }
 
   void sweep() {
+    Watchdog::note_phase("sweep");
     Progress progress(lead_ && !config_.quiet && progress_wanted(config_));
     SweepListener listener;
     listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
@@ -247,12 +299,13 @@ class RunPipeline {
         if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
       }
     };
-    listener.on_op_done = [this](Op) { save(config_, result_, started_); };
+    listener.on_op_done = [this](Op) { save(config_, result_, started_, last_); };
     run_sweep(config_, *transport_, world_, listener);
     progress.clear();
   }
 
   void ladder() {
+    Watchdog::note_phase("ladder");
     // The NIC-bound ceiling needs the line rate: given, or from the topology
     // rank 0 gathered (every rank gets it, though only rank 0 analyses).
     RunConfig ladder_config = config_;
@@ -268,10 +321,11 @@ class RunPipeline {
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
     if (!config_.quiet) write_ladder(scaling, std::cout);
     result_.scaling = std::move(scaling);
-    save(config_, result_, started_);
+    save(config_, result_, started_, last_);
   }
 
   void pairs() {
+    Watchdog::note_phase("pairs");
     PairsResult matrix = run_pairs(config_, *transport_, world_, layout_);
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
@@ -283,13 +337,14 @@ class RunPipeline {
       for (const Finding& f : result_.findings) std::cout << "# " << f.message << '\n';
     }
     result_.pairs = std::move(matrix);
-    save(config_, result_, started_);
+    save(config_, result_, started_, last_);
   }
 
   // Rank 0: the complete result on disk.
   void finish() {
     result_.complete = true;
-    save(config_, result_, started_);
+    save(config_, result_, started_, last_);
+    if (watchdog_ != nullptr) watchdog_->set_last_words({});  // complete: nothing to take back
   }
 
   // Rank 0: the run judged as `report` judges a file (health, references,
@@ -314,6 +369,8 @@ class RunPipeline {
 
   const RunConfig& config_;
   const Comm& world_;
+  Watchdog* watchdog_;
+  LastSaved last_;
   const bool lead_ = world_.rank() == 0;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   Layout layout_;
@@ -322,7 +379,9 @@ class RunPipeline {
   PrinterMultiplex printers_;  // rank 0: the table (sweeps) and the closing summary
 };
 
-int execute(const RunConfig& config, const Comm& world) { return RunPipeline(config, world).run(); }
+int execute(const RunConfig& config, const Comm& world, Watchdog* watchdog = nullptr) {
+  return RunPipeline(config, world, watchdog).run();
+}
 
 }  // namespace
 
@@ -356,8 +415,12 @@ int run_measurements(int* argc, char*** argv, const RunConfig& config) {
   }
   const MpiSession session(argc, argv);
   const Comm world = Comm::world();
+  // MPI calls wait without a deadline: the watchdog gives them one, and ends
+  // the run on SIGINT and SIGTERM with the files saved.
+  Watchdog watchdog(std::chrono::milliseconds(static_cast<std::int64_t>(config.gpu.timeout_s * 1000.0)),
+                    this_hostname(), world.rank(), world.rank() == 0, exit_error, exit_interrupted);
   return run_guarded(
-      [&] { return execute(config, world); },
+      [&] { return execute(config, world, &watchdog); },
       Guard{world.rank() == 0, fmt::format("{} rank {}", this_hostname(), world.rank()), [&world](const std::string&) {
               if (world.size() > 1) world.abort(exit_error);
             }});

@@ -1,6 +1,7 @@
 #include "fabricbench/app/cli.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <sstream>
 
@@ -30,10 +31,12 @@ struct RawOptions {
   int root = 0;
   int warmup = 5;
   int iters = 0;
+  bool iters_given = false;
   double min_time_ms = 20.0;
   int min_iters = 5;
   int max_iters = 10000;
   bool no_check = false;
+  bool check_given = false;  // --check and --no-check both given: which one was meant?
   std::string inplace = "both";
   std::string json;
   std::string csv;
@@ -70,8 +73,10 @@ struct RawOptions {
   std::vector<std::string> expects;
   bool expect_reference = false;
   bool fail_on_warn = false;
-  double price_per_gpu_hour = -1;
-  double price_per_node_hour = -1;
+  // NaN, infinities and negative values would reach the result file, which
+  // `report` then rejects: given prices are checked, not taken as "not given".
+  std::optional<double> price_per_gpu_hour;
+  std::optional<double> price_per_node_hour;
   std::string profile;
   std::vector<std::string> files;
   std::string html;
@@ -96,13 +101,13 @@ void add_sweep_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_option("--redop", o.redops, "Reductions, comma separated: sum, prod, min, max, avg (nccl only)  [sum]");
   cmd.add_option("--root", o.root, "Root rank of broadcast and reduce  [0]");
   cmd.add_option("--warmup", o.warmup, "Warm-up iterations before each measurement  [5]");
-  cmd.add_option("--iters", o.iters, "Fixed number of timed iterations (default: adaptive)");
+  cmd.add_option("--iters", o.iters, "Fixed number of timed iterations (default: adaptive)")
+      ->each([&o](const std::string&) { o.iters_given = true; });
   cmd.add_option("--min-time-ms", o.min_time_ms, "Adaptive iterations: time to fill per size and placement  [20]");
   cmd.add_option("--min-iters", o.min_iters, "Adaptive iterations: lower bound  [5]");
   cmd.add_option("--max-iters", o.max_iters, "Adaptive iterations: upper bound  [10000]");
-  cmd.add_flag(
-      "--check,!--no-check", [&o](std::int64_t count) { o.no_check = count < 0; },
-      "Verify every result element (on by default; --no-check skips)");
+  cmd.add_flag("--check", o.check_given, "Verify every result element (on by default)");
+  cmd.add_flag("--no-check", o.no_check, "Skip the data check (the result's data_ok is then null)");
   cmd.add_option("--inplace", o.inplace, "Placements to measure: both | only | no  [both]");
   cmd.add_option("--json", o.json, "Write the results as JSON to FILE (rewritten after each op)");
   cmd.add_option("--csv", o.csv, "Write the results as CSV to FILE");
@@ -167,10 +172,15 @@ void apply_decision_options(const RawOptions& o, ReportConfig& report) {
   report.profile = o.profile;
   report.files = o.files;
   report.html_path = o.html;
-  if (o.price_per_gpu_hour >= 0 && o.price_per_node_hour >= 0)
+  if (o.price_per_gpu_hour && o.price_per_node_hour)
     throw UsageError("--price-per-gpu-hour: cannot be combined with --price-per-node-hour (give one of them)");
-  if (o.price_per_gpu_hour >= 0) report.price_per_gpu_hour = o.price_per_gpu_hour;
-  if (o.price_per_node_hour >= 0) report.price_per_node_hour = o.price_per_node_hour;
+  for (const auto& [flag, price] : {std::pair{"--price-per-gpu-hour", o.price_per_gpu_hour},
+                                    std::pair{"--price-per-node-hour", o.price_per_node_hour}}) {
+    if (price && !(std::isfinite(*price) && *price >= 0))
+      throw UsageError(fmt::format("{} {}: must be a finite price, 0 or above", flag, *price));
+  }
+  report.price_per_gpu_hour = o.price_per_gpu_hour;
+  report.price_per_node_hour = o.price_per_node_hour;
 }
 
 // `--profile smoke`: a short one-node suite for CI. Only the options the
@@ -228,7 +238,20 @@ std::size_t size_value(const std::string& flag, const std::string& text) {
   const auto value = parse_size(text);
   if (!value) throw UsageError(fmt::format("{}: '{}' is not a size (bytes, or a K/M/G suffix, e.g. 64M)", flag, text));
   if (*value == 0) throw UsageError(fmt::format("{}: the size must be above 0", flag));
+  if (*value > max_message_bytes)
+    throw UsageError(
+        fmt::format("{} {}: above the largest message size, {}", flag, text, format_size(max_message_bytes)));
   return *value;
+}
+
+// A value given as "" would silently mean the default (`--sizes ""`,
+// `--json ""`): every option that takes a value must get one.
+void refuse_empty_values(const CLI::App& cmd) {
+  for (const CLI::Option* opt : cmd.get_options()) {
+    if (opt->count() == 0 || opt->get_type_size() == 0) continue;
+    for (const std::string& value : opt->results())
+      if (value.empty()) throw UsageError(fmt::format("{}: empty value", opt->get_name()));
+  }
 }
 
 std::size_t widest_element(const std::vector<DType>& dtypes) {
@@ -254,21 +277,29 @@ void apply_scale_options(const RawOptions& o, ScaleConfig& scale) {
   if (!o.mem_cap.empty()) scale.mem_cap = size_value("--mem-cap", o.mem_cap);
   if (scale.mem_cap < 16) throw UsageError(fmt::format("--mem-cap {}: too small for any buffer", o.mem_cap));
   scale.sweep = o.scale_sweep;
-  if (o.nic_gbit < 0) throw UsageError(fmt::format("--nic-gbit-per-node {}: must be above 0", o.nic_gbit));
+  if (!std::isfinite(o.nic_gbit) || o.nic_gbit < 0)
+    throw UsageError(fmt::format("--nic-gbit-per-node {}: must be above 0", o.nic_gbit));
   if (o.nic_gbit > 0) scale.nic_gbit_per_node = o.nic_gbit;
   if (!o.grad_bytes.empty() && o.params > 0)
     throw UsageError("--grad-bytes: cannot be combined with --params (give one of them)");
   if (!o.grad_bytes.empty()) scale.grad_bytes = size_value("--grad-bytes", o.grad_bytes);
-  if (o.params < 0) throw UsageError(fmt::format("--params {}: must be above 0", o.params));
+  if (!std::isfinite(o.params) || o.params < 0) throw UsageError(fmt::format("--params {}: must be above 0", o.params));
   if (o.params > 0) {
     const auto dtype = parse_dtype(o.grad_dtype);
     if (!dtype) throw UsageError(fmt::format("--grad-dtype: unknown dtype '{}'", o.grad_dtype));
+    if (o.params < 1 || std::floor(o.params) != o.params)
+      throw UsageError(fmt::format("--params {}: must be a whole number of parameters, 1 or more", o.params));
+    if (o.params * static_cast<double>(element_size(*dtype)) > static_cast<double>(max_message_bytes))
+      throw UsageError(fmt::format("--params {}: the gradients would be above the largest message size, {}", o.params,
+                                   format_size(max_message_bytes)));
     scale.grad_bytes = static_cast<std::size_t>(o.params) * element_size(*dtype);
   }
   if (scale.grad_bytes > 0 && !(o.compute_ms > 0))
     throw UsageError("--compute-ms: the training projection needs the compute time per step (above 0)");
-  if (o.compute_ms < 0) throw UsageError(fmt::format("--compute-ms {}: must be above 0", o.compute_ms));
-  if (o.overlap < 0 || o.overlap > 1) throw UsageError(fmt::format("--overlap {}: must be between 0 and 1", o.overlap));
+  if (!std::isfinite(o.compute_ms) || o.compute_ms < 0)
+    throw UsageError(fmt::format("--compute-ms {}: must be above 0", o.compute_ms));
+  if (!(o.overlap >= 0 && o.overlap <= 1))
+    throw UsageError(fmt::format("--overlap {}: must be between 0 and 1", o.overlap));
   scale.compute_ms = o.compute_ms;
   scale.overlap = o.overlap;
   scale.sharded = o.sharded;
@@ -290,7 +321,8 @@ void apply_pair_options(const RawOptions& o, PairConfig& pairs) {
   } else {
     throw UsageError(fmt::format("--pairs: unknown choice '{}' (all, or sample:K)", o.pairs));
   }
-  if (!(o.outlier_mads > 0)) throw UsageError(fmt::format("--outlier-mads {}: must be above 0", o.outlier_mads));
+  if (!(o.outlier_mads > 0) || !std::isfinite(o.outlier_mads))
+    throw UsageError(fmt::format("--outlier-mads {}: must be above 0", o.outlier_mads));
   if (!(o.outlier_drop > 0 && o.outlier_drop < 1))
     throw UsageError(fmt::format("--outlier-drop {}: must be between 0 and 1", o.outlier_drop));
   pairs.outlier_mads = o.outlier_mads;
@@ -324,6 +356,9 @@ RunConfig to_config(const RawOptions& o, Command command) {
       require_whole_elements("--sizes", bytes, c.dtypes);
       c.sizes.push_back(bytes);
     }
+    if (c.sizes.size() > max_ladder_sizes)
+      throw UsageError(
+          fmt::format("--sizes: {} sizes, more than the {} one sweep may have", c.sizes.size(), max_ladder_sizes));
     std::sort(c.sizes.begin(), c.sizes.end());
     c.sizes.erase(std::unique(c.sizes.begin(), c.sizes.end()), c.sizes.end());
   } else {
@@ -333,20 +368,29 @@ RunConfig to_config(const RawOptions& o, Command command) {
     const std::size_t hi = size_value("-e/--max-bytes", max_text);
     if (lo > hi) throw UsageError(fmt::format("-b/--min-bytes {} is above -e/--max-bytes {}", min_text, max_text));
     if (!(o.step_factor > 1.0)) throw UsageError(fmt::format("-f/--step-factor {} must be above 1", o.step_factor));
+    if (!std::isfinite(o.step_factor))
+      throw UsageError(fmt::format("-f/--step-factor {} must be a finite number above 1", o.step_factor));
     require_whole_elements("-b/--min-bytes", lo, c.dtypes);
     require_whole_elements("-e/--max-bytes", hi, c.dtypes);
     c.sizes = size_ladder(lo, hi, o.step_factor, widest_element(c.dtypes));
+    if (c.sizes.size() > max_ladder_sizes)
+      throw UsageError(
+          fmt::format("-f/--step-factor {}: the ladder from {} to {} would have more than {} sizes; use a "
+                      "larger factor or --sizes",
+                      o.step_factor, min_text, max_text, max_ladder_sizes));
   }
 
   if (o.root < 0) throw UsageError(fmt::format("--root {}: must be 0 or above", o.root));
   c.root = o.root;
   if (o.warmup < 0) throw UsageError(fmt::format("--warmup {}: must be 0 or above", o.warmup));
-  if (o.iters < 0) throw UsageError(fmt::format("--iters {}: must be 1 or above", o.iters));
-  if (!(o.min_time_ms > 0.0)) throw UsageError(fmt::format("--min-time-ms {}: must be above 0", o.min_time_ms));
+  if (o.iters_given && o.iters < 1) throw UsageError(fmt::format("--iters {}: must be 1 or above", o.iters));
+  if (!(o.min_time_ms > 0.0) || !std::isfinite(o.min_time_ms))
+    throw UsageError(fmt::format("--min-time-ms {}: must be a finite number above 0", o.min_time_ms));
   if (o.min_iters < 1) throw UsageError(fmt::format("--min-iters {}: must be 1 or above", o.min_iters));
   if (o.max_iters < o.min_iters)
     throw UsageError(fmt::format("--max-iters {} is below --min-iters {}", o.max_iters, o.min_iters));
   c.iterations = {o.warmup, o.iters, o.min_time_ms, o.min_iters, o.max_iters};
+  if (o.check_given && o.no_check) throw UsageError("--check: cannot be combined with --no-check (give one of them)");
   c.check = !o.no_check;
 
   if (o.inplace == "both")
@@ -370,7 +414,11 @@ RunConfig to_config(const RawOptions& o, Command command) {
   else
     throw UsageError(fmt::format("--progress: unknown choice '{}' (choose from auto, on, off)", o.progress));
   if (o.gpus < 0) throw UsageError(fmt::format("--gpus {}: must be 1 or above", o.gpus));
+  // A week: long enough for any step, short enough that milliseconds fit.
+  constexpr double longest_timeout_s = 7 * 24 * 3600;
   if (!(o.timeout_s > 0.0)) throw UsageError(fmt::format("--timeout {}: must be above 0 seconds", o.timeout_s));
+  if (!(o.timeout_s <= longest_timeout_s))
+    throw UsageError(fmt::format("--timeout {}: must be at most {} seconds", o.timeout_s, longest_timeout_s));
   c.gpu = {o.gpus, o.allow_shared_gpu, o.graph, o.timeout_s};
   c.sysfs_root = o.sysfs_root;
   c.procfs_root = o.procfs_root;
@@ -459,6 +507,8 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
     outcome.config.command = Command::version;
     return outcome;
   }
+  for (const CLI::App* sub : {run, sweep, scale, p2p, topo, report})
+    if (sub->parsed()) refuse_empty_values(*sub);
   if (report->parsed()) {
     RunConfig c;
     c.command = Command::report;

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <set>
@@ -86,6 +87,15 @@ svg{display:block;max-width:100%;height:auto}svg text{font-family:inherit}
 .table-wrap{overflow-x:auto;max-width:100%}
 figure.heatmap{display:inline-block;vertical-align:top;margin-right:28px}
 tr.differs td{background:#fff3d6}.muted{color:#777})";
+
+// A byte count held as a double (2^64 is not a size_t), for a label.
+std::string size_label(double bytes) {
+  if (!(bytes >= 0)) return "?";
+  if (bytes >= 18446744073709551615.0) return format_size(std::numeric_limits<std::size_t>::max());
+  // Rounded below 2^63, where llround is defined: a size from log2 and back
+  // may come out a hair under the power of two it is.
+  return format_size(bytes < 9.2e18 ? static_cast<std::size_t>(std::llround(bytes)) : static_cast<std::size_t>(bytes));
+}
 
 // Round tick values for an axis from 0 to at least `top`: steps of 1, 2 or 5
 // times a power of ten, about five of them.
@@ -171,7 +181,7 @@ void busbw_chart(const Report& report, const BusbwChart& chart, std::ostream& ou
     out << fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e4e4e4\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"10\" text-anchor=\"middle\">{4}</text>\n",
-        x, T, H - B, H - B + 14, esc(format_size(static_cast<std::size_t>(std::llround(std::exp2(e))))));
+        x, T, H - B, H - B + 14, esc(size_label(std::exp2(e))));
   }
   axis_titles("message size (log scale)", "busbw (GB/s)", L, W - R, T, H - B, H, out);
   for (const ChartSeries& s : chart.series) {
@@ -309,28 +319,21 @@ void heatmap(const MatrixChart& m, std::ostream& out) {
         "{1})\">{2}</text>\n",
         cx, T - 6, esc(short_label(label)));
   }
-  for (int i = 0; i < m.size; ++i)
-    for (int j = 0; j < m.size; ++j) {
-      const std::size_t k =
-          static_cast<std::size_t>(i) * static_cast<std::size_t>(m.size) + static_cast<std::size_t>(j);
-      const int x = L + cell * j, y = T + cell * i;
-      if (!m.cells[k]) {
-        out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#eee\" stroke=\"#fff\"/>\n", x, y,
-                           cell, cell);
-        continue;
-      }
-      const double v = *m.cells[k];
-      const bool flagged = m.flagged[k];
-      out << fmt::format(
-          "<rect class=\"cell{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
-          "stroke-width=\"{}\"><title>{} → {}: {} {}{}</title></rect>\n",
-          flagged ? " finding" : "", x, y, cell, cell, heat_colour(rel(v)), flagged ? "#000" : "#fff", flagged ? 3 : 1,
-          esc(m.labels[static_cast<std::size_t>(i)]), esc(m.labels[static_cast<std::size_t>(j)]), num(v), m.unit,
-          flagged ? " (finding)" : "");
-      if (cell >= 30)
-        out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{}{}</text>\n", x + cell / 2,
-                           y + cell / 2 + 3, num(v), flagged ? "!" : "");
-    }
+  // One grey background for the cells without a figure, so the page grows
+  // with the links the file holds, not with the square of its host list.
+  out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#eee\"/>\n", L, T, grid, grid);
+  for (const MatrixCell& c : m.cells) {
+    const int x = L + cell * c.to, y = T + cell * c.from;
+    out << fmt::format(
+        "<rect class=\"cell{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
+        "stroke-width=\"{}\"><title>{} → {}: {} {}{}</title></rect>\n",
+        c.flagged ? " finding" : "", x, y, cell, cell, heat_colour(rel(c.value)), c.flagged ? "#000" : "#fff",
+        c.flagged ? 3 : 1, esc(m.labels[static_cast<std::size_t>(c.from)]),
+        esc(m.labels[static_cast<std::size_t>(c.to)]), num(c.value), m.unit, c.flagged ? " (finding)" : "");
+    if (cell >= 30)
+      out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{}{}</text>\n", x + cell / 2,
+                         y + cell / 2 + 3, num(c.value), c.flagged ? "!" : "");
+  }
   // The colour scale: from the worst value to the median and better.
   const int sx = L, sy = T + grid + 16, sw = std::min(240, W - L - 24);
   // Discrete steps rather than a gradient: the page references nothing, not

@@ -1,10 +1,12 @@
 #include "fabricbench/output/printer.hpp"
 
 #include <ostream>
+#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/text_safety.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/report_writers.hpp"
 
@@ -40,15 +42,40 @@ class ReportCsvPrinter final : public Printer {
 
 class FilePrinter final : public Printer {
  public:
-  FilePrinter(std::string path, std::unique_ptr<Printer> (*make)(std::ostream&))
-      : path_(std::move(path)), make_(make) {}
+  FilePrinter(std::string path, PrinterFactory make) : path_(std::move(path)), make_(std::move(make)) {}
   void finalize(const Report& report) override {
     write_file_atomically(path_, [&](std::ostream& out) { make_(out)->finalize(report); });
   }
 
  private:
   std::string path_;
-  std::unique_ptr<Printer> (*make_)(std::ostream&);
+  PrinterFactory make_;
+};
+
+class TerminalSafePrinter final : public Printer {
+ public:
+  TerminalSafePrinter(std::ostream& out, const PrinterFactory& make) : out_(&out), inner_(make(buffer_)) {}
+  void context(const RunConfig& config, const RunInfo& run) override {
+    inner_->context(config, run);
+    flush();
+  }
+  void point(std::span<const SweepRecord> placements) override {
+    inner_->point(placements);
+    flush();
+  }
+  void finalize(const Report& report) override {
+    inner_->finalize(report);
+    flush();
+  }
+
+ private:
+  void flush() {
+    *out_ << terminal_safe(buffer_.str()) << std::flush;
+    buffer_.str({});
+  }
+  std::ostream* out_;
+  std::ostringstream buffer_;  // before inner_, which is built on it
+  std::unique_ptr<Printer> inner_;
 };
 
 std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
@@ -75,8 +102,12 @@ std::unique_ptr<Printer> make_report_text_printer(std::ostream& out) {
 std::unique_ptr<Printer> make_html_printer(std::ostream& out) { return std::make_unique<HtmlPrinter>(out); }
 std::unique_ptr<Printer> make_report_csv_printer(std::ostream& out) { return std::make_unique<ReportCsvPrinter>(out); }
 
-std::unique_ptr<Printer> make_file_printer(std::string path, std::unique_ptr<Printer> (*make)(std::ostream& out)) {
-  return std::make_unique<FilePrinter>(std::move(path), make);
+std::unique_ptr<Printer> make_file_printer(std::string path, PrinterFactory make) {
+  return std::make_unique<FilePrinter>(std::move(path), std::move(make));
+}
+
+std::unique_ptr<Printer> make_terminal_safe_printer(std::ostream& out, const PrinterFactory& make) {
+  return std::make_unique<TerminalSafePrinter>(out, make);
 }
 
 void RunSummaryPrinter::finalize(const Report& report) {

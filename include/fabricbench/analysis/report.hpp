@@ -101,7 +101,17 @@ struct LadderChart {
   std::vector<LadderBar> bars;
 };
 
-// A pair matrix to draw as a heat-map: row sends to column.
+// One measured link of a pair matrix.
+struct MatrixCell {
+  int from = 0;
+  int to = 0;
+  double value = 0;
+  bool flagged = false;  // a finding touches it
+};
+
+// A pair matrix to draw as a heat-map: row sends to column. Only measured
+// links are held, so the view grows with the links a file holds, not with
+// the square of its host list.
 struct MatrixChart {
   std::string id;       // "pairs-0", "pairs-0-latency", "pairs-0-node-1"
   std::string title;    // "Node-to-node bandwidth at 256 MiB"
@@ -109,11 +119,10 @@ struct MatrixChart {
   std::string unit;     // "GB/s" or "us"
   bool higher_is_better = true;
   int size = 0;
-  std::vector<std::string> labels;           // host names (or "local 0", ...)
-  std::vector<std::optional<double>> cells;  // [from * size + to]; nullopt on the diagonal or unmeasured
-  std::vector<bool> flagged;                 // [from * size + to]: a finding touches it
-  double median = 0;                         // core::median over the measured cells
-  double low = 0;                            // the lowest and highest measured value
+  std::vector<std::string> labels;  // host names (or "local 0", ...)
+  std::vector<MatrixCell> cells;    // the measured links only, by row then column
+  double median = 0;                // core::median over the measured cells
+  double low = 0;                   // the lowest and highest measured value
   double high = 0;
 };
 

@@ -5,6 +5,7 @@
 // the judged report at the end. Several printers run at once through a
 // PrinterMultiplex, so a measuring run and `report` feed the same set.
 
+#include <functional>
 #include <iosfwd>
 #include <memory>
 #include <span>
@@ -75,9 +76,17 @@ std::unique_ptr<Printer> make_html_printer(std::ostream& out);
 // The report's CSV (report_writers.hpp).
 std::unique_ptr<Printer> make_report_csv_printer(std::ostream& out);
 
+// Builds a printer on a stream.
+using PrinterFactory = std::function<std::unique_ptr<Printer>(std::ostream& out)>;
+
 // A printer whose output is a file written whole at finalize (through
 // write_file_atomically): `make` builds the inner printer on the file's stream.
-std::unique_ptr<Printer> make_file_printer(std::string path, std::unique_ptr<Printer> (*make)(std::ostream& out));
+std::unique_ptr<Printer> make_file_printer(std::string path, PrinterFactory make);
+
+// A printer for the terminal: each step of the inner printer (built by
+// `make` on a buffer) reaches `out` through terminal_safe, so no escape
+// sequence from a file's host names, reasons or messages drives the terminal.
+std::unique_ptr<Printer> make_terminal_safe_printer(std::ostream& out, const PrinterFactory& make);
 
 // The closing summary of a measuring run: the verdicts as `report` gives
 // them, the cost when a price is known, the files written and the next
