@@ -12,18 +12,13 @@
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/stats.hpp"
 #include "fabricbench/model/schema_validate.hpp"
 
 namespace fabricbench {
 namespace {
 
 using json = nlohmann::json;
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
 
 template <typename T>
 T most_common(const std::vector<T>& values) {
@@ -93,7 +88,7 @@ Measured measure_figure(const RunResult& result, const Hardware& hw, ReferenceFi
         m.why_not = "no node pair was measured";
         return m;
       }
-      m.value = median_of(links) / hw.rdma_nics;
+      m.value = median(links) / hw.rdma_nics;
       m.bytes = result.pairs->bytes;
       break;
     }
@@ -109,7 +104,7 @@ Measured measure_figure(const RunResult& result, const Hardware& hw, ReferenceFi
         m.why_not = "copies were not measured";
         return m;
       }
-      m.value = median_of(values);
+      m.value = median(values);
       break;
     }
   }
@@ -269,7 +264,7 @@ Verdict evaluate_scale_gate(const Gate& gate, const RunResult& result) {
   std::vector<Sample> samples;
   for (const LevelResult& l : result.scaling->levels) {
     if (l.kind != LevelKind::nodes || l.nodes_per_group != nodes) continue;
-    const std::string where = fmt::format("{} at {} node{}", name(l.op), nodes, nodes == 1 ? "" : "s");
+    const std::string where = fmt::format("{} at {}", name(l.op), level_label(l));
     if (gate.metric == GateMetric::scale_efficiency) {
       if (!l.efficiency) return missing(gate, fmt::format("{}: no efficiency (no 1-node level of the op)", where));
       samples.push_back({*l.efficiency, where});
@@ -501,8 +496,8 @@ std::vector<Verdict> health_verdicts(const RunResult& result) {
   if (result.scaling)
     for (const LevelResult& l : result.scaling->levels)
       if (!l.warning.empty())
-        out.push_back({Level::warn, VerdictKind::ladder, fmt::format("{} {} nodes", name(l.op), l.nodes_per_group),
-                       l.warning, ""});
+        out.push_back(
+            {Level::warn, VerdictKind::ladder, fmt::format("{} {}", name(l.op), level_label(l)), l.warning, ""});
   return out;
 }
 

@@ -10,6 +10,7 @@
 
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/text_safety.hpp"
+#include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
 
@@ -65,7 +66,7 @@ void write_report_text(const Report& report, std::ostream& out) {
     const RunResult& r = run.result;
     out << fmt::format("# {}: fabricbench {} (git {}) on {}, started {}\n", run.path, r.tool.version, r.tool.git,
                        cluster_text(r), r.run.start_utc);
-    TableWriter table(out);
+    TablePrinter table(out);
     std::vector<SweepRecord> point;
     for (const SweepRecord& rec : r.records) {
       if (!point.empty() && (rec.op != point.front().op || rec.dtype != point.front().dtype ||
@@ -86,15 +87,17 @@ void write_report_text(const Report& report, std::ostream& out) {
     if (run.cost) {
       const CostSummary& c = *run.cost;
       out << fmt::format("#\n# Cost at {}\n", c.price.per_gpu_hour
-                                                  ? fmt::format("{} per GPU-hour", money(*c.price.per_gpu_hour))
+                                                  ? fmt::format("{} per {}-hour", money(*c.price.per_gpu_hour),
+                                                                unit_word(r) == "GPUs" ? "GPU" : "rank")
                                                   : fmt::format("{} per node-hour", money(*c.price.per_node_hour)));
       if (c.run_cost)
-        out << fmt::format("#   this run: {} ({:.1f} s on {} GPUs, {} node{})\n", money(*c.run_cost),
-                           r.duration_s.value_or(0), r.run.ranks, r.run.nodes, r.run.nodes == 1 ? "" : "s");
+        out << fmt::format("#   this run: {} ({:.1f} s on {} {}, {} node{})\n", money(*c.run_cost),
+                           r.duration_s.value_or(0), r.run.ranks, unit_word(r), r.run.nodes,
+                           r.run.nodes == 1 ? "" : "s");
       else
         out << "#   this run: unknown (" << c.why_no_run_cost << ")\n";
       if (!c.training.empty()) {
-        out << fmt::format("#   {:>6} {:>6} {:>10} {:>16}\n", "nodes", "GPUs", "step (ms)", "per 1000 steps");
+        out << fmt::format("#   {:>6} {:>6} {:>10} {:>16}\n", "nodes", unit_word(r), "step (ms)", "per 1000 steps");
         for (const CostPoint& p : c.training)
           out << fmt::format("    {:>6} {:>6} {:>10.3f} {:>16}\n", p.nodes, p.gpus, p.step_ms, money(p.per_1000_steps));
       }
@@ -122,11 +125,11 @@ void write_report_text(const Report& report, std::ostream& out) {
   }
   if (!report.ladder.empty()) {
     out << "#\n# Ladder comparison (median busbw GB/s; efficiency vs 1 node)\n";
-    out << fmt::format("# {:<14} {:<10}", "op", "level");
+    out << fmt::format("# {:<14} {:<18}", "op", "level");
     for (const ReportGroup& g : report.groups) out << fmt::format(" {:>17} {:>6}", g.label, "eff");
     out << '\n';
     for (const LadderRow& row : report.ladder) {
-      out << fmt::format("  {:<14} {:<10}", name(row.op), row.level);
+      out << fmt::format("  {:<14} {:<18}", name(row.op), row.level);
       for (std::size_t g = 0; g < row.busbw.size(); ++g)
         out << fmt::format(" {:>17} {:>6}", spread_text(row.busbw[g]),
                            row.efficiency[g] ? fmt::format("{:.0f}%", *row.efficiency[g] * 100) : "-");

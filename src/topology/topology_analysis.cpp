@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fabricbench/core/stats.hpp"
+
 namespace fabricbench {
 namespace {
 
@@ -24,12 +26,6 @@ std::optional<T> mode(const std::vector<T>& values) {
     }
   }
   return best;
-}
-
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
 }
 
 std::string model_of(const GpuInfo& gpu) { return gpu.name.value_or("unknown GPU"); }

@@ -1,6 +1,7 @@
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/output/report_writers.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/stats.hpp"
 #include "fabricbench/model/reader.hpp"
 #include "fabricbench/model/schema_validate.hpp"
 
@@ -255,6 +257,46 @@ Report fixture_report(const ReportConfig& config, const std::vector<std::string>
   std::vector<ReportRun> runs;
   for (const std::string& n : names) runs.push_back({n, read_result_file(golden_path(n)), {}, Level::ok, {}});
   return build_report(std::move(runs), config, builtin_expectations());
+}
+
+// The report view holds every figure a printer shows: the heat-map's median
+// is the interpolated one (core/stats), a level has one label, each chart has
+// both placements and the run-to-run spread.
+TEST(Report, ViewComputesChartsWithTheOneMedianAndLabel) {
+  const Report r = fixture_report({}, {"run_a.json", "run_a2.json", "run_b.json"});
+  ASSERT_FALSE(r.matrix_charts.empty());
+  bool bandwidth = false, latency = false;
+  for (const MatrixChart& m : r.matrix_charts) {
+    std::vector<double> v;
+    for (const MatrixCell& c : m.cells) {
+      EXPECT_NE(c.from, c.to) << m.id;
+      v.push_back(c.value);
+    }
+    ASSERT_FALSE(v.empty()) << m.id;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    const double middle = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    EXPECT_DOUBLE_EQ(m.median, middle) << m.id;
+    EXPECT_EQ(m.labels.size(), static_cast<std::size_t>(m.size)) << m.id;
+    bandwidth = bandwidth || m.unit == "GB/s";
+    latency = latency || (m.unit == "us" && !m.higher_is_better);
+  }
+  EXPECT_TRUE(bandwidth);
+  EXPECT_TRUE(latency);
+  ASSERT_EQ(r.ladder_charts.size(), 3U);
+  const std::vector<std::string>& levels = r.ladder_charts.front().levels;
+  ASSERT_FALSE(levels.empty());
+  EXPECT_EQ(levels.front(), "1 node");
+  for (const std::string& l : levels)
+    EXPECT_TRUE(l == "rail (1 rank/node)" || l.find(" node") != std::string::npos) << l;
+  EXPECT_EQ(std::find(levels.begin(), levels.end(), "1 nodes"), levels.end());
+  ASSERT_FALSE(r.busbw_charts.empty());
+  const BusbwChart& chart = r.busbw_charts.front();
+  ASSERT_FALSE(chart.series.empty());
+  EXPECT_EQ(chart.series.front().label.rfind("A: ", 0), 0U);
+  // Group A has two runs: each point a spread over both.
+  EXPECT_EQ(chart.series.front().points.front().busbw.runs, 2);
+  for (std::size_t i = 1; i < chart.series.size(); ++i) EXPECT_LE(chart.series[i - 1].group, chart.series[i].group);
 }
 
 TEST(Report, ComparisonAggregatesRunsOfOneCluster) {

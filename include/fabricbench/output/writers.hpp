@@ -21,17 +21,6 @@ void write_csv(const RunResult& result, std::ostream& out);
 void write_ladder(const ScaleResult& scaling, std::ostream& out);
 void write_pairs(const PairsResult& pairs, const std::vector<Finding>& findings, std::ostream& out);
 
-// The terminal table, nccl-tests-like: one row per point with out-of-place and
-// in-place side by side.
-class TableWriter {
- public:
-  explicit TableWriter(std::ostream& out) : out_(&out) {}
-  void point(std::span<const SweepRecord> placements);
-  void summary(const RunResult& result);
-
- private:
-  std::ostream* out_;
-  std::string current_header_;
-};
+// The terminal table is a printer: TablePrinter in printer.hpp.
 
 }  // namespace fabricbench
