@@ -61,7 +61,7 @@ RunResult fully_populated() {
   measured.bytes = 1024;
   measured.count = 256;
   measured.ranks = 2;
-  measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, 0};
+  measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, false, 0};
   r.records.push_back(measured);
   SweepRecord skipped = measured;
   skipped.timing.reset();
@@ -113,7 +113,7 @@ RunResult fully_populated() {
   g.sm_count = 100;
   g.numa_node = 0;
   g.pcie = {5, 5, 16, 16};
-  g.nvlinks.push_back({0, true, 4, "0000:19:00.0", "gpu"});
+  g.nvlinks.push_back({0, true, 4, "0000:19:00.0", LinkPeer::gpu});
   g.mig_mode = "disabled";
   g.ecc_mode = "enabled";
   g.h2d_gbs = 50;
@@ -123,9 +123,9 @@ RunResult fully_populated() {
   n.gpu_status = "no GPU visible (test)";
   NicInfo nic;
   nic.name = "mlx5_0";
-  nic.kind = "infiniband";
+  nic.kind = NicKind::infiniband;
   nic.pci_address = "0000:1a:00.0";
-  nic.bus = "pci";
+  nic.bus = NicBus::pci;
   nic.driver = "mlx5_core";
   nic.numa_node = 0;
   nic.firmware = "1.0";
@@ -135,7 +135,7 @@ RunResult fully_populated() {
   nic.mtu = 4096;
   nic.operstate = "up";
   n.nics.push_back(nic);
-  n.gpudirect = {"ready", "nvidia_peermem", true};
+  n.gpudirect = {GdrStatus::ready, "nvidia_peermem", true};
   n.gpu_matrix = {{"X"}};
   n.nic_matrix = {{"PIX"}};
   n.nearest_nic.push_back({"0000:18:00.0", "mlx5_0", PciPath::pix});
