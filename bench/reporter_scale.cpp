@@ -30,6 +30,7 @@
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/model/result.hpp"
 #include "fabricbench/model/result_json.hpp"
+#include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/writers.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
@@ -67,13 +68,13 @@ fb::NodeTopology synthetic_node(int node) {
     gpu.memory_bytes = std::uint64_t{80} << 30;
     gpu.numa_node = g / 4;
     gpu.pcie = {5, 5, 16, 16};
-    for (int l = 0; l < 18; ++l) gpu.nvlinks.push_back({l, true, 4, std::nullopt, "switch"});
+    for (int l = 0; l < 18; ++l) gpu.nvlinks.push_back({l, true, 4, std::nullopt, fb::LinkPeer::nvswitch});
     n.gpus.push_back(gpu);
     fb::NicInfo nic;
     nic.name = fmt::format("mlx5_{}", g);
-    nic.kind = "infiniband";
+    nic.kind = fb::NicKind::infiniband;
     nic.pci_address = fmt::format("0000:{:02x}:00.0", 0x19 + g * 0x10);
-    nic.bus = "pci";
+    nic.bus = fb::NicBus::pci;
     nic.ports.push_back({1, "ACTIVE", "LinkUp", 400.0, "InfiniBand"});
     n.nics.push_back(nic);
   }
@@ -234,11 +235,11 @@ int main(int argc, char** argv) {
     json_s = seconds_since(t);
     t = std::chrono::steady_clock::now();
     std::ostringstream csv;
-    fb::write_csv(result.records, csv);
+    fb::write_csv(result, csv);
     csv_s = seconds_since(t);
     t = std::chrono::steady_clock::now();
     std::ostringstream table_text;
-    fb::TableWriter table(table_text);
+    fb::TablePrinter table(table_text);
     for (std::size_t i = 0; i + 1 < result.records.size(); i += 2)
       table.point(std::span<const fb::SweepRecord>(&result.records[i], 2));
     table.summary(result);

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 
 #include <unistd.h>
@@ -26,6 +27,7 @@
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/output.hpp"
+#include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/report_writers.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
@@ -80,11 +82,8 @@ void agree_on_root(const Comm& world, const std::function<void()>& check) {
       message = e.what();
     }
   }
-  std::uint64_t length = world.broadcast_value<std::uint64_t>(message.size(), 0);
-  if (length == 0) return;
-  message.resize(length);
-  world.broadcast(std::as_writable_bytes(std::span<char>(message.data(), message.size())), 0);
-  throw UsageError(message);
+  message = world.broadcast_bytes(std::move(message), 0);
+  if (!message.empty()) throw UsageError(message);
 }
 
 bool progress_wanted(const RunConfig& config) {
@@ -125,7 +124,7 @@ void write_results(const RunConfig& config, const RunResult& result) {
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
   if (!config.csv_path.empty())
-    write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result.records, out); });
+    write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result, out); });
 }
 
 // What the lead rank saved last, for the watchdog: on a timeout or a signal
@@ -160,25 +159,6 @@ void install_last_words(Watchdog* watchdog, const RunConfig& config, LastSaved& 
       result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - last.start).count();
     write_results(config, result);
   });
-}
-
-// After the run, on rank 0: the verdicts a measuring command was asked for
-// (--expect, --expect-reference, --fail-on-warn) and their exit code.
-int judge_run(const RunConfig& config, const RunResult& result) {
-  const ReportConfig& rc = config.report;
-  if (rc.expects.empty() && !rc.expect_reference && !rc.fail_on_warn) return exit_ok;
-  std::vector<Verdict> verdicts = health_verdicts(result);
-  Level level = worst(verdicts);
-  const std::vector<Verdict> refs = reference_verdicts(result, builtin_expectations());
-  if (rc.expect_reference) level = std::max(level, worst(refs));
-  verdicts.insert(verdicts.end(), refs.begin(), refs.end());
-  for (const std::string& text : rc.expects) {
-    verdicts.push_back(evaluate_gate(parse_gate(text), result));
-    level = std::max(level, verdicts.back().level);
-  }
-  write_verdicts(verdicts, level, std::cout);
-  std::cout << std::flush;
-  return exit_code_for(level, rc.fail_on_warn);
 }
 
 // The quick health pass: the medium message and the timed iterations per
@@ -228,7 +208,6 @@ class RunPipeline {
     }
     if (!lead_) return exit_ok;
     finish();
-    if (wants_sweep()) table_.summary(result_);
     if (result_.budget && !config_.quiet) write_budget(*result_.budget, result_.duration_s, std::cout);
     return judge();
   }
@@ -269,6 +248,14 @@ class RunPipeline {
     if (lead_) install_last_words(watchdog_, config_, last_);
     record_run();
     if (lead_ && !config_.quiet) print_header();
+    // Through terminal_safe: the summary quotes verdict reasons and file names.
+    if (lead_ && wants_sweep())
+      printers_.add(
+          make_terminal_safe_printer(std::cout, [](std::ostream& o) { return std::make_unique<TablePrinter>(o); }));
+    if (lead_ && config_.command != Command::topo)
+      printers_.add(make_terminal_safe_printer(std::cout, [this](std::ostream& o) {
+        return std::make_unique<RunSummaryPrinter>(o, RunSummaryFiles{config_.json_path, config_.csv_path});
+      }));
   }
 
   void record_run() {
@@ -276,6 +263,7 @@ class RunPipeline {
     result_.checked = config_.check;
     RunInfo& info = result_.run;
     info.start_utc = utc_now();
+    info.label = config_.label;
     info.command_line = config_.command_line;
     info.command_line.insert(info.command_line.begin(), "fabricbench");
     info.ranks = layout_.ranks;
@@ -378,9 +366,10 @@ class RunPipeline {
     listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
       progress.update(r, done, total);
     };
+    if (lead_ && !config_.quiet) printers_.context(config_, result_.run);
     listener.on_point = [this, &progress](std::span<const SweepRecord> records) {
       progress.clear();
-      if (!config_.quiet) table_.point(records);
+      if (!config_.quiet) printers_.point(records);
       for (const SweepRecord& r : records) {
         result_.records.push_back(r);
         if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
@@ -441,9 +430,19 @@ class RunPipeline {
     if (watchdog_ != nullptr) watchdog_->set_last_words({});  // complete: nothing to take back
   }
 
-  // Rank 0: the verdicts asked for, then the data check, which wins.
+  // Rank 0: the run judged as `report` judges a file (health, references,
+  // gates, cost), printed by the table's closing lines and the summary; the
+  // exit code from the verdicts asked for (--expect, --expect-reference,
+  // --fail-on-warn), then the data check, which wins.
   int judge() {
-    const int judged = judge_run(config_, result_);
+    const ReportConfig& rc = config_.report;
+    std::vector<ReportRun> runs;
+    runs.push_back(
+        {config_.json_path.empty() ? std::string("this run") : config_.json_path, result_, {}, Level::ok, {}});
+    const Report report = build_report(std::move(runs), rc, builtin_expectations());
+    printers_.finalize(report);
+    const bool asked = !rc.expects.empty() || rc.expect_reference || rc.fail_on_warn;
+    const int judged = asked ? report.exit_code : exit_ok;
     if (!data_ok(result_)) {
       std::cerr << fmt::format("fabricbench: {} wrong elements: the data check failed\n", result_.wrong_total);
       return exit_failed;
@@ -461,7 +460,7 @@ class RunPipeline {
   Layout layout_;
   std::unique_ptr<Transport> transport_;
   RunResult result_;
-  TableWriter table_{std::cout};
+  PrinterMultiplex printers_;  // rank 0: the table (sweeps) and the closing summary
 };
 
 int execute(const RunConfig& config, const Comm& world, Watchdog* watchdog = nullptr) {

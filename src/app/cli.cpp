@@ -45,6 +45,7 @@ struct RawOptions {
   std::string inplace = "both";
   std::string json;
   std::string csv;
+  std::string label;
   bool quiet = false;
   std::string progress = "auto";
   // NCCL transport.
@@ -127,6 +128,8 @@ void add_sweep_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_option("--inplace", o.inplace, "Placements to measure: both | only | no  [both]");
   cmd.add_option("--json", o.json, "Write the results as JSON to FILE (rewritten after each op)");
   cmd.add_option("--csv", o.csv, "Write the results as CSV to FILE");
+  cmd.add_option("--label", o.label,
+                 "Name this run (e.g. the provider): saved in the JSON, on every CSV row and in comparisons");
   cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
   cmd.add_option("--progress", o.progress,
                  "Progress line on stderr: auto (when stderr is a terminal), on, off  [auto]; under mpirun the "
@@ -447,6 +450,10 @@ RunConfig to_config(const RawOptions& o, Command command) {
 
   c.json_path = o.json;
   c.csv_path = o.csv;
+  for (const char ch : o.label)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      throw UsageError("--label: must not hold control characters");
+  c.label = o.label;
   c.quiet = o.quiet;
   if (o.progress == "auto")
     c.progress = ProgressChoice::automatic;

@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -44,9 +43,10 @@ std::vector<Job> ladder_jobs(const ScaleConfig& scale, std::size_t bytes) {
   return jobs;
 }
 
-// This rank's measurement, gathered to every rank as text: only a group's
-// first rank speaks for its group.
+// This rank's measurement, gathered to every rank as its bytes: only a
+// group's first rank speaks for its group.
 struct GroupLine {
+  bool speaks = false;
   int color = -1;
   double time_us = 0;
   double busbw_gbs = 0;
@@ -55,18 +55,9 @@ struct GroupLine {
   int cut = 0;  // fewer iterations than asked, to keep within the budget
 };
 
-std::vector<GroupLine> gather_group_lines(const Comm& world, const std::optional<GroupLine>& mine) {
-  const std::string text = mine ? fmt::format("{} {:.17g} {:.17g} {} {} {}", mine->color, mine->time_us,
-                                              mine->busbw_gbs, mine->wrong, mine->ranks, mine->cut)
-                                : std::string();
-  std::vector<GroupLine> lines;
-  for (const std::string& t : world.allgather(text)) {
-    if (t.empty()) continue;
-    std::istringstream in(t);
-    GroupLine line;
-    in >> line.color >> line.time_us >> line.busbw_gbs >> line.wrong >> line.ranks >> line.cut;
-    lines.push_back(line);
-  }
+std::vector<GroupLine> gather_group_lines(const Comm& world, const GroupLine& mine) {
+  std::vector<GroupLine> lines = world.allgather_value(mine);
+  std::erase_if(lines, [](const GroupLine& line) { return !line.speaks; });
   return lines;
 }
 
@@ -163,12 +154,12 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
         if (world.rank() == 0 && limit.cuts != nullptr) limit.cuts->push_back(Cut{Phase::ladder, what, "skipped"});
         continue;
       }
-      std::optional<GroupLine> mine;
+      GroupLine mine;
       const Counts counts = counts_for(job.op, fabric_dtype, job.bytes, group.empty() ? 1 : group.size());
       if (sub && counts.param > 0) {
         const Measurement m = measure_fabric_op(config, *sub, group, job.op, counts, share);
         if (group.rank() == 0 && !m.skipped)
-          mine = GroupLine{color,        m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0),
+          mine = GroupLine{true,         color,        m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0),
                            group.size(), m.cut ? 1 : 0};
       }
       const std::vector<GroupLine> lines = gather_group_lines(world, mine);

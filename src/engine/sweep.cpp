@@ -136,6 +136,7 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
 
   out.timing = make_timing(spec.op, comm.size(), spec.counts.bytes, mean, low, high, samples, iters);
   out.timing.wrong = wrong;
+  out.timing.distribution_from_second_batch = !stamps_inline;
   out.local_seconds = local;
   return out;
 }
