@@ -484,6 +484,14 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
   return out;
 }
 
+void require_reference(std::vector<Verdict>& reference_verdicts) {
+  for (Verdict& v : reference_verdicts) {
+    if (v.subject != "expectations" || v.level != Level::info) continue;
+    v.level = Level::warn;
+    v.reason += "; give --expect";
+  }
+}
+
 Gate parse_gate(std::string_view text) {
   const std::string t(text);
   const auto bad = [&t](const std::string& why) { return UsageError(fmt::format("--expect '{}': {}", t, why)); };

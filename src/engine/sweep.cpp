@@ -84,14 +84,30 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   mean /= comm.size();
   comm.allreduce_min(std::span<double>(&low, 1));
   comm.allreduce_max(std::span<double>(&high, 1));
+  const double first = comm.broadcast_value(local, 0);
+  const double headline = headline_seconds(config.rank_time, first, mean, low, high);
   // Per-iteration samples are averaged over ranks, like the headline time,
   // so p50 and p99 read on the same scale as it.
   comm.allreduce_sum(std::span<double>(batch.per_iteration));
   for (double& sample : batch.per_iteration) sample /= comm.size();
 
-  Timing timing = make_timing(spec.op, comm.size(), spec.counts.bytes, mean, low, high, batch.per_iteration, iters);
+  Timing timing = make_timing(spec.op, comm.size(), spec.counts.bytes, headline, low, high, batch.per_iteration, iters);
   timing.wrong = wrong;
   return {timing, local};
+}
+
+double headline_seconds(RankTime choice, double rank0_s, double mean_s, double min_s, double max_s) {
+  switch (choice) {
+    case RankTime::rank0:
+      return rank0_s;
+    case RankTime::min:
+      return min_s;
+    case RankTime::max:
+      return max_s;
+    case RankTime::mean:
+      break;
+  }
+  return mean_s;
 }
 
 int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_iteration) {
@@ -104,17 +120,17 @@ int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_i
   return std::max(low, static_cast<int>(wanted));
 }
 
-Timing make_timing(Op op, int nranks, std::size_t bytes, double mean_s, double min_s, double max_s,
+Timing make_timing(Op op, int nranks, std::size_t bytes, double headline_s, double min_s, double max_s,
                    std::span<const double> per_iteration_s, int iterations) {
   Timing t;
-  t.time_us = mean_s * 1e6;
+  t.time_us = headline_s * 1e6;
   t.time_min_us = min_s * 1e6;
   t.time_max_us = max_s * 1e6;
   const SampleStats s = summarize(per_iteration_s);
   t.p50_us = s.p50 * 1e6;
   t.p99_us = s.p99 * 1e6;
   t.cv = s.cv;
-  t.algbw_gbs = mean_s > 0 ? static_cast<double>(bytes) / mean_s / 1e9 : 0.0;
+  t.algbw_gbs = headline_s > 0 ? static_cast<double>(bytes) / headline_s / 1e9 : 0.0;
   t.busbw_gbs = t.algbw_gbs * busbw_factor(op, nranks);
   t.iterations = iterations;
   return t;

@@ -163,6 +163,27 @@ PairsResult pairs_from(const json& j) {
   return p;
 }
 
+P2PSweepResult p2p_sweep_from(const json& j) {
+  P2PSweepResult p;
+  p.ranks = j.at("ranks").get<std::vector<int>>();
+  p.hosts = j.at("hosts").get<std::vector<std::string>>();
+  p.window = j.at("window").get<int>();
+  for (const json& rj : j.at("records")) {
+    P2PRecord r;
+    r.test = parsed<P2PTest>(rj, "test", parse_p2p_test);
+    r.bytes = rj.at("bytes").get<std::size_t>();
+    r.window = rj.at("window").get<int>();
+    r.time_us = rj.at("time_us").get<double>();
+    r.latency_us = rj.at("latency_us").get<double>();
+    r.bandwidth_gbs = rj.at("bandwidth_gbs").get<double>();
+    r.iterations = rj.at("iterations").get<int>();
+    r.wrong = opt<std::uint64_t>(rj, "wrong");
+    p.records.push_back(r);
+  }
+  p.wrong = j.at("wrong").get<std::uint64_t>();
+  return p;
+}
+
 ClusterTopology topology_from(const json& j) {
   ClusterTopology t;
   for (const json& n : j.at("nodes")) t.nodes.push_back(node_from_json(n));
@@ -195,6 +216,8 @@ RunResult convert(const json& doc) {
   if (run.contains("devices")) info.devices = run.at("devices").get<std::vector<std::string>>();
   if (const auto c = run.find("cost"); c != run.end())
     info.cost = PriceInfo{opt<double>(*c, "price_per_gpu_hour"), opt<double>(*c, "price_per_node_hour")};
+  if (run.contains("rank_time"))
+    info.rank_time = parsed<RankTime>(run, "rank_time", [](const std::string& t) { return parse_choice<RankTime>(t); });
   const json& status = doc.at("status");
   r.complete = status.at("complete").get<bool>();
   r.checked = status.at("checked").get<bool>();
@@ -203,6 +226,7 @@ RunResult convert(const json& doc) {
   for (const json& rec : doc.at("records")) r.records.push_back(record_from(rec));
   if (const auto s = doc.find("scaling"); s != doc.end()) r.scaling = scaling_from(*s);
   if (const auto p = doc.find("pairs"); p != doc.end()) r.pairs = pairs_from(*p);
+  if (const auto p = doc.find("p2p_sweep"); p != doc.end()) r.p2p_sweep = p2p_sweep_from(*p);
   if (const auto f = doc.find("findings"); f != doc.end()) {
     for (const json& fj : *f) {
       Finding finding;

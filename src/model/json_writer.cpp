@@ -136,6 +136,29 @@ json pairs_json(const PairsResult& p) {
   return j;
 }
 
+json p2p_sweep_json(const P2PSweepResult& p) {
+  json j;
+  j["ranks"] = p.ranks;
+  j["hosts"] = p.hosts;
+  j["window"] = p.window;
+  json records = json::array();
+  for (const P2PRecord& r : p.records) {
+    json record;
+    record["test"] = name(r.test);
+    record["bytes"] = r.bytes;
+    record["window"] = r.window;
+    record["time_us"] = r.time_us;
+    record["latency_us"] = r.latency_us;
+    record["bandwidth_gbs"] = r.bandwidth_gbs;
+    record["iterations"] = r.iterations;
+    record["wrong"] = r.wrong ? json(*r.wrong) : json(nullptr);
+    records.push_back(record);
+  }
+  j["records"] = records;
+  j["wrong"] = p.wrong;
+  return j;
+}
+
 json findings_json(const std::vector<Finding>& findings) {
   json out = json::array();
   for (const Finding& f : findings) {
@@ -184,6 +207,7 @@ nlohmann::ordered_json to_json(const RunResult& result) {
     if (info.cost->per_node_hour) cost["price_per_node_hour"] = *info.cost->per_node_hour;
     run["cost"] = cost;
   }
+  if (info.rank_time) run["rank_time"] = choice_name(*info.rank_time);
   doc["run"] = run;
 
   json status;
@@ -199,6 +223,7 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   doc["records"] = records;
   if (result.topology) doc["topology"] = topology_to_json(*result.topology);
   if (result.scaling) doc["scaling"] = scaling_json(*result.scaling);
+  if (result.p2p_sweep) doc["p2p_sweep"] = p2p_sweep_json(*result.p2p_sweep);
   if (result.pairs) {
     doc["pairs"] = pairs_json(*result.pairs);
     doc["findings"] = findings_json(result.findings);

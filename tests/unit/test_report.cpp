@@ -216,6 +216,37 @@ TEST(Verdicts, ReferencesMatchDetectedHardwareOrSayNoReference) {
             "no reference for no GPU, no active RDMA NIC");
 }
 
+TEST(Report, AskedForAReferenceWhereThereIsNoneWarns) {
+  const RunResult a = read_result_file(golden_path("run_a.json"));
+  RunResult unknown = a;
+  for (NodeTopology& n : unknown.topology->nodes) {
+    n.gpus.clear();
+    n.nics.clear();
+  }
+  std::vector<Verdict> refs = reference_verdicts(unknown, builtin_expectations());
+  require_reference(refs);
+  ASSERT_EQ(refs.size(), 1U);
+  EXPECT_EQ(refs[0].level, Level::warn);
+  EXPECT_EQ(refs[0].reason, "no reference for no GPU, no active RDMA NIC; give --expect");
+  // Judged references keep their own level.
+  std::vector<Verdict> judged = reference_verdicts(a, builtin_expectations());
+  const std::vector<Verdict> before = judged;
+  require_reference(judged);
+  for (std::size_t i = 0; i < judged.size(); ++i) EXPECT_EQ(judged[i].level, before[i].level);
+  // Through the report: --fail-on-warn alone passes; with --expect-reference
+  // it exits 1.
+  const auto exit_code = [&unknown](bool expect_reference) {
+    ReportConfig c;
+    c.expect_reference = expect_reference;
+    c.fail_on_warn = true;
+    std::vector<ReportRun> runs;
+    runs.push_back({"unknown", unknown, {}, Level::ok, {}});
+    return build_report(std::move(runs), c, builtin_expectations()).exit_code;
+  };
+  EXPECT_EQ(exit_code(false), 0);
+  EXPECT_EQ(exit_code(true), 1);
+}
+
 Report fixture_report(const ReportConfig& config, const std::vector<std::string>& names) {
   std::vector<ReportRun> runs;
   for (const std::string& n : names) runs.push_back({n, read_result_file(golden_path(n)), {}, Level::ok, {}});

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/core/config.hpp"
 #include "fabricbench/core/types.hpp"
+#include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/scaling.hpp"
 #include "fabricbench/engine/sweep_record.hpp"
@@ -44,6 +46,9 @@ struct RunInfo {
   // nccl: one line per rank, "rank R: host GPU index name bus-id UUID (compute X.Y)".
   std::vector<std::string> devices;
   std::optional<PriceInfo> cost;  // when a price was given
+  // How each record's time_us combines the ranks' times (--rank-time,
+  // nccl-tests' -a); absent in files from before it existed (the mean).
+  std::optional<RankTime> rank_time;
 };
 
 struct RunResult {
@@ -52,6 +57,7 @@ struct RunResult {
   std::vector<SweepRecord> records;
   std::optional<ScaleResult> scaling;       // the ladder, when it ran
   std::optional<PairsResult> pairs;         // the pair matrix, when it ran
+  std::optional<P2PSweepResult> p2p_sweep;  // p2p --sweep: the OSU tests between two ranks
   std::vector<Finding> findings;            // slow nodes and links from the pair matrix
   std::optional<ClusterTopology> topology;  // the topology probe, when it ran
   bool complete = false;                    // false while the run is still going (or was interrupted)
