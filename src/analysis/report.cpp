@@ -5,6 +5,7 @@
 #include <map>
 #include <ostream>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include <fmt/format.h>

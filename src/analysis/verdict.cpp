@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/model/schema_validate.hpp"
@@ -123,7 +124,10 @@ template <typename T>
 std::optional<T> member(const json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  return it->get<T>();
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>)
+    return checked_integer<T>(*it, key);  // range-checked, never wrapped
+  else
+    return it->get<T>();
 }
 
 bool compare(double lhs, const std::string& op, double rhs) {
@@ -355,7 +359,7 @@ std::string describe(const Hardware& hardware) {
 Expectations parse_expectations(std::string_view text) {
   Expectations e;
   try {
-    const json doc = json::parse(text);
+    const json doc = parse_bounded_json(text, "expectations");
     if (doc.value("schema", "") != "fabricbench.expectations/1")
       throw UsageError("expectations: schema 'fabricbench.expectations/1' was expected");
     e.warn_at = doc.at("warn_at").get<double>();
@@ -374,7 +378,7 @@ Expectations parse_expectations(std::string_view text) {
       ref.nic_rate_gbps = member<double>(m, "nic_rate_gbps");
       ref.pcie_gen = member<int>(m, "pcie_gen");
       ref.pcie_width = member<int>(m, "pcie_width");
-      ref.min_bytes = r.value("min_bytes", std::size_t{0});
+      ref.min_bytes = member<std::size_t>(r, "min_bytes").value_or(0);
       ref.expected_gbs = r.at("expected_gbs").get<double>();
       ref.expected_high_gbs = member<double>(r, "expected_high_gbs");
       ref.approximate = r.value("approximate", false);
@@ -413,14 +417,18 @@ bool matches(const Reference& reference, const Hardware& hardware) {
 
 std::vector<Verdict> health_verdicts(const RunResult& result) {
   std::vector<Verdict> out;
-  if (!result.checked)
+  // Wrong elements anywhere in the file fail it, whatever its status says.
+  if (!data_ok(result))
+    out.push_back({Level::fail, "data", "data check", fmt::format("{} wrong elements", wrong_elements(result)), ""});
+  else if (!result.checked)
     out.push_back({Level::info, "data", "data check", "data not checked (--no-check)", ""});
-  else if (data_ok(result))
-    out.push_back({Level::ok, "data", "data check", "every checked element was right", ""});
   else
-    out.push_back({Level::fail, "data", "data check", fmt::format("{} wrong elements", result.wrong_total), ""});
+    out.push_back({Level::ok, "data", "data check", "every checked element was right", ""});
   if (!result.complete)
-    out.push_back({Level::warn, "complete", "run", "the run did not finish (interrupted, or still running)", ""});
+    out.push_back({Level::warn, "complete", "run",
+                   result.end_reason.empty() ? "the run did not finish (interrupted, or still running)"
+                                             : "the run did not finish: " + result.end_reason,
+                   ""});
   for (const Finding& f : result.findings) out.push_back({Level::warn, "finding", join(f.hosts), f.message, ""});
   if (result.topology)
     for (const Anomaly& a : result.topology->anomalies)

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <mutex>
 
 #include <unistd.h>
 
@@ -18,7 +19,9 @@
 #include "fabricbench/app/gpu_session.hpp"
 #include "fabricbench/comm/layout.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/watchdog.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/sweep.hpp"
@@ -120,16 +123,45 @@ class Progress {
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
 
-// Saves with the wall time so far, so an interrupted run's file still says
-// how long it ran (and so what it cost).
-void save(const RunConfig& config, RunResult& result,
-          std::chrono::steady_clock::time_point start = std::chrono::steady_clock::time_point{}) {
-  if (start != std::chrono::steady_clock::time_point{})
-    result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+void write_results(const RunConfig& config, const RunResult& result) {
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
   if (!config.csv_path.empty())
     write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result.records, out); });
+}
+
+// What the lead rank saved last, for the watchdog: on a timeout or a signal
+// it writes this again with complete: false and the reason. The mutex is
+// held while either writes, so the watchdog's file is the last.
+struct LastSaved {
+  std::mutex mutex;
+  RunResult result;
+  std::chrono::steady_clock::time_point start;
+};
+
+// Saves with the wall time so far, so an interrupted run's file still says
+// how long it ran (and so what it cost).
+void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start, LastSaved& last) {
+  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const std::lock_guard lock(last.mutex);
+  write_results(config, result);
+  last.result = result;
+  last.start = start;
+}
+
+// The watchdog's last words on the lead rank: the last save again, marked
+// incomplete with the reason.
+void install_last_words(Watchdog* watchdog, const RunConfig& config, LastSaved& last) {
+  if (watchdog == nullptr) return;
+  watchdog->set_last_words([&config, &last](const std::string& reason) {
+    const std::lock_guard lock(last.mutex);
+    RunResult result = last.result;
+    result.complete = false;
+    result.end_reason = reason;
+    if (last.start != std::chrono::steady_clock::time_point{})
+      result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - last.start).count();
+    write_results(config, result);
+  });
 }
 
 // After the run, on rank 0: the verdicts a measuring command was asked for
@@ -158,7 +190,15 @@ int judge_run(const RunConfig& config, const RunResult& result) {
 // so an interrupted run's file holds what was measured.
 class RunPipeline {
  public:
-  RunPipeline(const RunConfig& config, const Comm& world) : config_(config), world_(world) {}
+  // `watchdog` (may be null) gets the phases, and on the lead rank the last
+  // save as its last words, for the life of run().
+  RunPipeline(const RunConfig& config, const Comm& world, Watchdog* watchdog)
+      : config_(config), world_(world), watchdog_(watchdog) {}
+  RunPipeline(const RunPipeline&) = delete;
+  RunPipeline& operator=(const RunPipeline&) = delete;
+  ~RunPipeline() {
+    if (watchdog_ != nullptr) watchdog_->set_last_words({});  // they refer to this pipeline
+  }
 
   int run() {
     start();
@@ -167,7 +207,7 @@ class RunPipeline {
       if (lead_) finish();
       return exit_ok;
     }
-    if (lead_) save(config_, result_, started_);  // a valid (empty, incomplete) file from the start
+    if (lead_) save(config_, result_, started_, last_);  // a valid (empty, incomplete) file from the start
     if (wants_sweep()) sweep();
     if (wants_ladder()) ladder();
     if (wants_p2p_sweep()) p2p_sweep();
@@ -195,6 +235,7 @@ class RunPipeline {
   // Refuses what cannot run before anything runs, then starts the transport
   // and records what, where and with what the run ran.
   void start() {
+    Watchdog::note_phase("layout");
     layout_ = discover_layout(world_);
     validate_for_world(config_, world_.size());
     if (wants_p2p_sweep()) (void)p2p_sweep_ranks(config_.p2p_sweep, layout_);  // a pair that exists
@@ -204,9 +245,14 @@ class RunPipeline {
     agree_on_root(world_, [this] {
       if (!config_.json_path.empty()) check_writable(config_.json_path, "--json");
       if (!config_.csv_path.empty()) check_writable(config_.csv_path, "--csv");
+      check_distinct_outputs({{"--json", config_.json_path}, {"--csv", config_.csv_path}}, {});
     });
     transport_ = make_transport_for(config_, world_, layout_);
     validate_for_transport(config_, *transport_);
+    // The NCCL transport has deadlines of its own on every wait and gives no
+    // step notes; the watchdog then only ends the run on a signal.
+    if (watchdog_ != nullptr && transport_->name() != "mpi") watchdog_->disarm_deadline();
+    if (lead_) install_last_words(watchdog_, config_, last_);
     record_run();
     if (lead_ && !config_.quiet) print_header();
   }
@@ -247,6 +293,7 @@ class RunPipeline {
   // The topology comes first, before any collective runs.
   void topology() {
     if (config_.command != Command::topo && config_.command != Command::run) return;
+    Watchdog::note_phase("topology");
     ClusterTopology topology = gather_topology(
         world_, layout_,
         TopologyOptions{probe_roots(config_.sysfs_root, config_.procfs_root), config_.measure_topology});
@@ -255,6 +302,7 @@ class RunPipeline {
   }
 
   void sweep() {
+    Watchdog::note_phase("sweep");
     Progress progress(lead_ && progress_wanted(config_));
     SweepListener listener;
     listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
@@ -268,12 +316,13 @@ class RunPipeline {
         if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
       }
     };
-    listener.on_op_done = [this](Op) { save(config_, result_, started_); };
+    listener.on_op_done = [this](Op) { save(config_, result_, started_, last_); };
     run_sweep(config_, *transport_, world_, listener);
     progress.clear();
   }
 
   void ladder() {
+    Watchdog::note_phase("ladder");
     // The NIC-bound ceiling needs the line rate: given, or from the topology
     // rank 0 gathered (every rank gets it, though only rank 0 analyses).
     RunConfig ladder_config = config_;
@@ -289,12 +338,13 @@ class RunPipeline {
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
     if (!config_.quiet) write_ladder(scaling, std::cout);
     result_.scaling = std::move(scaling);
-    save(config_, result_, started_);
+    save(config_, result_, started_, last_);
   }
 
   // The result is saved after every size, so an interrupted sweep's file
   // holds the sizes that finished.
   void p2p_sweep() {
+    Watchdog::note_phase("p2p sweep");
     if (lead_) {
       P2PSweepResult& shape = result_.p2p_sweep.emplace();
       shape.ranks = p2p_sweep_ranks(config_.p2p_sweep, layout_);
@@ -310,15 +360,16 @@ class RunPipeline {
           P2PSweepResult& so_far = *result_.p2p_sweep;
           so_far.records.insert(so_far.records.end(), records.begin(), records.end());
           if (!records.empty() && records.front().wrong) so_far.wrong += *records.front().wrong;
-          save(config_, result_, started_);
+          save(config_, result_, started_, last_);
         });
     if (!lead_) return;
     result_.wrong_total += sweep.wrong;
     result_.p2p_sweep = std::move(sweep);
-    save(config_, result_, started_);
+    save(config_, result_, started_, last_);
   }
 
   void pairs() {
+    Watchdog::note_phase("pairs");
     PairsResult matrix = run_pairs(config_, *transport_, world_, layout_);
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
@@ -330,13 +381,14 @@ class RunPipeline {
       for (const Finding& f : result_.findings) std::cout << "# " << f.message << '\n';
     }
     result_.pairs = std::move(matrix);
-    save(config_, result_, started_);
+    save(config_, result_, started_, last_);
   }
 
   // Rank 0: the complete result on disk.
   void finish() {
     result_.complete = true;
-    save(config_, result_, started_);
+    save(config_, result_, started_, last_);
+    if (watchdog_ != nullptr) watchdog_->set_last_words({});  // complete: nothing to take back
   }
 
   // Rank 0: the verdicts asked for, then the data check, which wins.
@@ -351,6 +403,8 @@ class RunPipeline {
 
   const RunConfig& config_;
   const Comm& world_;
+  Watchdog* watchdog_;
+  LastSaved last_;
   const bool lead_ = world_.rank() == 0;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
   Layout layout_;
@@ -359,7 +413,9 @@ class RunPipeline {
   TableWriter table_{std::cout};
 };
 
-int execute(const RunConfig& config, const Comm& world) { return RunPipeline(config, world).run(); }
+int execute(const RunConfig& config, const Comm& world, Watchdog* watchdog = nullptr) {
+  return RunPipeline(config, world, watchdog).run();
+}
 
 }  // namespace
 
@@ -393,8 +449,12 @@ int run_measurements(int* argc, char*** argv, const RunConfig& config) {
   }
   const MpiSession session(argc, argv);
   const Comm world = Comm::world();
+  // MPI calls wait without a deadline: the watchdog gives them one, and ends
+  // the run on SIGINT and SIGTERM with the files saved.
+  Watchdog watchdog(std::chrono::milliseconds(static_cast<std::int64_t>(config.gpu.timeout_s * 1000.0)),
+                    this_hostname(), world.rank(), world.rank() == 0, exit_error, exit_interrupted);
   return run_guarded(
-      [&] { return execute(config, world); },
+      [&] { return execute(config, world, &watchdog); },
       Guard{world.rank() == 0, fmt::format("{} rank {}", this_hostname(), world.rank()), [&world](const std::string&) {
               if (world.size() > 1) world.abort(exit_error);
             }});

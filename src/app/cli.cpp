@@ -453,7 +453,20 @@ std::size_t size_value(const std::string& flag, const std::string& text) {
   const auto value = parse_size(text);
   if (!value) throw UsageError(fmt::format("{}: {}", flag, size_error(text)));
   if (*value == 0) throw UsageError(fmt::format("{}: the size must be above 0", flag));
+  if (*value > max_message_bytes)
+    throw UsageError(
+        fmt::format("{} {}: above the largest message size, {}", flag, text, format_size(max_message_bytes)));
   return *value;
+}
+
+// A value given as "" would silently mean the default (`--sizes ""`,
+// `--json ""`): every option that takes a value must get one.
+void refuse_empty_values(const CLI::App& cmd) {
+  for (const CLI::Option* opt : cmd.get_options()) {
+    if (opt->count() == 0 || opt->get_type_size() == 0 || opt->get_group().empty()) continue;
+    for (const std::string& value : opt->results())
+      if (value.empty()) throw UsageError(fmt::format("{}: empty value", opt->get_name()));
+  }
 }
 
 std::size_t widest_element(const std::vector<DType>& dtypes) {
@@ -483,6 +496,9 @@ std::vector<std::size_t> parse_sizes(const RawOptions& o, const SizeRange& range
       require_whole_elements("--sizes", bytes, dtypes);
       sizes.push_back(bytes);
     }
+    if (sizes.size() > max_ladder_sizes)
+      throw UsageError(
+          fmt::format("--sizes: {} sizes, more than the {} one sweep may have", sizes.size(), max_ladder_sizes));
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
     return sizes;
@@ -498,7 +514,13 @@ std::vector<std::size_t> parse_sizes(const RawOptions& o, const SizeRange& range
     throw UsageError(fmt::format("-f/--step-factor {} must be a finite number above 1", factor));
   require_whole_elements("-b/--min-bytes", lo, dtypes);
   require_whole_elements("-e/--max-bytes", hi, dtypes);
-  return size_ladder(lo, hi, factor, widest_element(dtypes));
+  std::vector<std::size_t> ladder = size_ladder(lo, hi, factor, widest_element(dtypes));
+  if (ladder.size() > max_ladder_sizes)
+    throw UsageError(
+        fmt::format("-f/--step-factor {}: the ladder from {} to {} would have more than {} sizes; use a "
+                    "larger factor or --sizes",
+                    factor, min_text, max_text, max_ladder_sizes));
+  return ladder;
 }
 
 void apply_decision_options(const RawOptions& o, ReportConfig& report) {
@@ -561,6 +583,9 @@ void apply_scale_options(const RawOptions& o, ScaleConfig& scale) {
   if (o.params > 0) {
     if (o.params < 1 || std::floor(o.params) != o.params)
       throw UsageError(fmt::format("--params {}: must be a whole number of parameters, 1 or more", o.params));
+    if (o.params * static_cast<double>(element_size(scale.grad_dtype)) > static_cast<double>(max_message_bytes))
+      throw UsageError(fmt::format("--params {}: the gradients would be above the largest message size, {}", o.params,
+                                   format_size(max_message_bytes)));
     scale.grad_bytes = static_cast<std::size_t>(o.params) * element_size(scale.grad_dtype);
   }
   if (scale.grad_bytes > 0 && !(o.compute_ms > 0))
@@ -665,7 +690,11 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   if (o.gpus < 0 || (given(cmd, "--gpus") && o.gpus < 1))
     throw UsageError(fmt::format("--gpus {}: must be 1 or above", o.gpus));
   if (o.graph_launches < 0) throw UsageError(fmt::format("-G {}: must be 0 or above", o.graph_launches));
+  // A week: long enough for any step, short enough that milliseconds fit.
+  constexpr double longest_timeout_s = 7 * 24 * 3600;
   if (!(o.timeout_s > 0.0)) throw UsageError(fmt::format("--timeout {}: must be above 0 seconds", o.timeout_s));
+  if (!(o.timeout_s <= longest_timeout_s))
+    throw UsageError(fmt::format("--timeout {}: must be at most {} seconds", o.timeout_s, longest_timeout_s));
   c.gpu = {o.gpus, o.allow_shared_gpu, o.graph || o.graph_launches > 0, o.timeout_s};
   c.sysfs_root = o.sysfs_root;
   c.procfs_root = o.procfs_root;
@@ -809,6 +838,7 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   }
   if (chosen == nullptr) throw UsageError("no subcommand");
   refuse_no_equivalents(*chosen);
+  refuse_empty_values(*chosen);
   if (const std::vector<std::string> extra = chosen->remaining(); !extra.empty())
     refuse_extra(extra.front(), *chosen, commands);
 

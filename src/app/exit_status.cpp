@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/text_safety.hpp"
 
 namespace fabricbench {
 
@@ -13,13 +14,13 @@ int run_guarded(const std::function<int()>& body, const Guard& guard) {
   try {
     return body();
   } catch (const UsageError& e) {
-    if (guard.lead) std::cerr << "fabricbench: error: " << e.what() << '\n';
+    if (guard.lead) std::cerr << "fabricbench: error: " << terminal_safe(e.what()) << '\n';
     return exit_usage;
   } catch (const std::exception& e) {
     if (guard.where.empty())
-      std::cerr << fmt::format("fabricbench: error: {}\n", e.what());
+      std::cerr << fmt::format("fabricbench: error: {}\n", terminal_safe(e.what()));
     else
-      std::cerr << fmt::format("fabricbench: error on {}: {}\n", guard.where, e.what());
+      std::cerr << fmt::format("fabricbench: error on {}: {}\n", guard.where, terminal_safe(e.what()));
     if (guard.on_error) guard.on_error(e.what());
     return exit_error;
   }

@@ -61,6 +61,9 @@ std::unique_ptr<GroupBackend> local_split(GroupBackend& group, int color, int ke
   std::vector<std::array<int, 3>> members;  // key, rank, color
   for (std::size_t r = 0; r < all.size(); ++r) {
     std::array<int, 2> theirs{};
+    if (all[r].size() != sizeof(theirs))
+      throw SystemError(
+          fmt::format("split: rank {} contributed {} bytes, {} expected", r, all[r].size(), sizeof(theirs)));
     std::memcpy(theirs.data(), all[r].data(), sizeof(theirs));
     if (theirs[0] == color) members.push_back({theirs[1], static_cast<int>(r), theirs[0]});
   }

@@ -1,6 +1,7 @@
 #include "fabricbench/comm/layout.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <map>
 #include <numeric>
 #include <string>
@@ -22,9 +23,23 @@ std::string this_hostname() {
 
 Layout layout_from(int rank, const std::vector<std::string>& hostname_of_rank, const std::vector<int>& leader_of_rank,
                    const std::vector<int>& local_rank_of_rank) {
+  // Without MPI these lists come from files other processes wrote: every
+  // index is checked before it is used.
+  const std::size_t n = hostname_of_rank.size();
+  if (leader_of_rank.size() != n || local_rank_of_rank.size() != n || rank < 0 || static_cast<std::size_t>(rank) >= n)
+    throw SystemError(fmt::format("layout: {} host names, {} leaders and {} local ranks for rank {}", n,
+                                  leader_of_rank.size(), local_rank_of_rank.size(), rank));
+  for (std::size_t r = 0; r < n; ++r) {
+    if (leader_of_rank[r] < 0 || static_cast<std::size_t>(leader_of_rank[r]) >= n)
+      throw SystemError(
+          fmt::format("layout: rank {} names leader {}, not one of the {} ranks", r, leader_of_rank[r], n));
+    if (local_rank_of_rank[r] < 0 || static_cast<std::size_t>(local_rank_of_rank[r]) >= n)
+      throw SystemError(
+          fmt::format("layout: rank {} names local rank {}, not one of the {} ranks", r, local_rank_of_rank[r], n));
+  }
   Layout layout;
   layout.rank = rank;
-  layout.ranks = static_cast<int>(hostname_of_rank.size());
+  layout.ranks = static_cast<int>(n);
   // A node is a shared-memory group, named by its leader's world rank; nodes
   // are numbered by (hostname, leader) so the order is stable across runs.
   std::map<int, std::string> leaders;
@@ -80,10 +95,17 @@ Layout discover_layout(const Comm& world) {
   const auto hosts = world.allgather(this_hostname());
   const auto leader_text = world.allgather(std::to_string(leader));
   const auto local_text = world.allgather(std::to_string(node.rank()));
+  const auto number = [](const std::string& text, std::size_t r) {
+    int value = -1;
+    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+    if (ec != std::errc() || end != text.data() + text.size())
+      throw SystemError(fmt::format("layout: rank {} sent '{}', not a number", r, text.substr(0, 40)));
+    return value;
+  };
   std::vector<int> leaders;
   std::vector<int> locals;
-  for (const auto& t : leader_text) leaders.push_back(std::stoi(t));
-  for (const auto& t : local_text) locals.push_back(std::stoi(t));
+  for (std::size_t r = 0; r < leader_text.size(); ++r) leaders.push_back(number(leader_text[r], r));
+  for (std::size_t r = 0; r < local_text.size(); ++r) locals.push_back(number(local_text[r], r));
   return layout_from(world.rank(), hosts, leaders, locals);
 }
 

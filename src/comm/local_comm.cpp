@@ -17,6 +17,8 @@
 
 #include "fabricbench/comm/detail/local_comm_backend.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/text_safety.hpp"
+#include "private_folder.hpp"
 
 namespace fabricbench {
 
@@ -114,16 +116,27 @@ namespace fs = std::filesystem;
 // renamed, so a reader never sees half a file) and reads all of them. Once a
 // member has read round r, every member has written round r and so has read
 // round r-1: the member's own file of round r-1 can go.
+// When a member is done with the group it leaves <prefix>done.<rank>; the
+// member that finds every mark (all have read all they needed) removes the
+// group's files, and the world group's last member the folder if empty.
 class FileBackend final : public GroupBackend {
  public:
   FileBackend(fs::path dir, std::string prefix, int rank, int size, std::chrono::milliseconds timeout)
       : dir_(std::move(dir)), prefix_(std::move(prefix)), rank_(rank), size_(size), timeout_(timeout) {}
+  FileBackend(const FileBackend&) = delete;
+  FileBackend& operator=(const FileBackend&) = delete;
+  ~FileBackend() override {
+    try {
+      if (!failed_) clean_up();
+    } catch (...) {  // NOLINT(bugprone-empty-catch): files left behind are no reason to fail a finished run
+    }
+  }
   [[nodiscard]] int rank() const override { return rank_; }
   [[nodiscard]] int size() const override { return size_; }
 
   std::vector<std::string> exchange(const std::string& mine) override {
     const std::uint64_t round = round_++;
-    write_atomically(file(round, rank_), mine);
+    write_private_file(dir_.string(), name(round, rank_), mine);
     std::vector<std::string> out(static_cast<std::size_t>(size_));
     std::vector<bool> have(out.size(), false);
     const auto deadline = Clock::now() + timeout_;
@@ -131,22 +144,21 @@ class FileBackend final : public GroupBackend {
     for (std::size_t got = 0; got < out.size();) {
       for (std::size_t r = 0; r < out.size(); ++r) {
         if (have[r]) continue;
-        std::ifstream in(file(round, static_cast<int>(r)), std::ios::binary);
-        if (!in) continue;
-        std::ostringstream text;
-        text << in.rdbuf();
-        out[r] = text.str();
+        std::optional<std::string> text = read_private_file(file(round, static_cast<int>(r)).string());
+        if (!text) continue;
+        out[r] = std::move(*text);
         have[r] = true;
         ++got;
       }
       if (got == out.size()) break;
-      if (fs::exists(dir_ / "abort")) {
-        std::ifstream in(dir_ / "abort");
-        std::string why;
-        std::getline(in, why);
-        throw SystemError(fmt::format("another process of the group failed: {}", why));
+      if (const std::optional<std::string> abort = read_private_file((dir_ / "abort").string())) {
+        // Only the first line, shortened, and shown, not obeyed, by a terminal.
+        std::string why = abort->substr(0, std::min(abort->find('\n'), std::size_t{300}));
+        failed_ = true;
+        throw SystemError(fmt::format("another process of the group failed: {}", terminal_safe(why)));
       }
       if (Clock::now() > deadline) {
+        failed_ = true;
         std::string missing;
         for (std::size_t r = 0; r < out.size(); ++r)
           if (!have[r]) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
@@ -167,25 +179,48 @@ class FileBackend final : public GroupBackend {
   }
 
   void fail(const std::string& why) noexcept override {
+    failed_ = true;
     try {
-      write_atomically(dir_ / "abort", fmt::format("rank {}: {}\n", rank_, why));
+      write_private_file(dir_.string(), "abort", fmt::format("rank {}: {}\n", rank_, why));
     } catch (...) {  // NOLINT(bugprone-empty-catch): the others time out instead
     }
   }
 
  private:
-  [[nodiscard]] fs::path file(std::uint64_t round, int rank) const {
-    return dir_ / fmt::format("{}r{}.{}", prefix_, round, rank);
+  [[nodiscard]] std::string name(std::uint64_t round, int rank) const {
+    return fmt::format("{}r{}.{}", prefix_, round, rank);
+  }
+  [[nodiscard]] fs::path file(std::uint64_t round, int rank) const { return dir_ / name(round, rank); }
+
+  // This group's own files: <prefix>r<round>.<rank> and <prefix>done.<rank>
+  // (not a subgroup's, whose prefix extends this one).
+  [[nodiscard]] bool own_file(const std::string& file_name) const {
+    if (file_name.rfind(prefix_, 0) != 0) return false;
+    std::string_view rest(file_name);
+    rest.remove_prefix(prefix_.size());
+    if (rest.rfind("done.", 0) == 0) {
+      rest.remove_prefix(5);
+    } else if (rest.rfind('r', 0) == 0) {
+      rest.remove_prefix(1);
+      const auto dot = rest.find('.');
+      if (dot == 0 || dot == std::string_view::npos ||
+          rest.substr(0, dot).find_first_not_of("0123456789") != std::string_view::npos)
+        return false;
+      rest.remove_prefix(dot + 1);
+    } else {
+      return false;
+    }
+    return !rest.empty() && rest.find_first_not_of("0123456789") == std::string_view::npos;
   }
 
-  void write_atomically(const fs::path& path, const std::string& bytes) const {
-    const fs::path aside = path.string() + fmt::format(".tmp.{}", getpid());
-    {
-      std::ofstream out(aside, std::ios::binary | std::ios::trunc);
-      out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-      if (!out) throw SystemError(fmt::format("cannot write {}", aside.string()));
-    }
-    fs::rename(aside, path);
+  void clean_up() {
+    write_private_file(dir_.string(), fmt::format("{}done.{}", prefix_, rank_), "");
+    for (int r = 0; r < size_; ++r)
+      if (!fs::exists(dir_ / fmt::format("{}done.{}", prefix_, r))) return;
+    std::error_code ignored;
+    for (const fs::directory_entry& entry : fs::directory_iterator(dir_, ignored))
+      if (own_file(entry.path().filename().string())) fs::remove(entry.path(), ignored);
+    if (prefix_ == "w_") fs::remove(dir_, ignored);  // only when empty
   }
 
   fs::path dir_;
@@ -194,6 +229,7 @@ class FileBackend final : public GroupBackend {
   int size_;
   std::chrono::milliseconds timeout_;
   std::uint64_t round_ = 0;
+  bool failed_ = false;
 };
 
 std::optional<int> env_int(const char* name) {
@@ -225,10 +261,7 @@ void fail_group(const Comm& member, const std::string& why) noexcept {
 Comm make_file_comm(const std::string& directory, int rank, int size, std::chrono::milliseconds timeout) {
   if (size < 1 || rank < 0 || rank >= size)
     throw UsageError(fmt::format("rank {} of {} processes is not a valid position", rank, size));
-  std::error_code ec;
-  fs::create_directories(directory, ec);
-  if (!fs::is_directory(directory))
-    throw UsageError(fmt::format("FABRICBENCH_BOOTSTRAP: cannot create the directory {}", directory));
+  prepare_private_folder(directory);
   return comm_from_backend(std::make_unique<FileBackend>(directory, "w_", rank, size, timeout));
 }
 

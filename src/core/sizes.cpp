@@ -88,11 +88,12 @@ std::string format_size(std::size_t bytes) {
   return fmt::format("{:.1f} {}", v, units[u]);
 }
 
-std::vector<std::size_t> size_ladder(std::size_t min_bytes, std::size_t max_bytes, double factor, std::size_t align) {
+std::vector<std::size_t> size_ladder(std::size_t min_bytes, std::size_t max_bytes, double factor, std::size_t align,
+                                     std::size_t limit) {
   std::vector<std::size_t> sizes;
-  if (align == 0 || factor <= 1.0 || min_bytes > max_bytes) return sizes;
+  if (align == 0 || !(factor > 1.0) || min_bytes > max_bytes) return sizes;
   std::size_t size = min_bytes;
-  while (size <= max_bytes) {
+  while (size <= max_bytes && sizes.size() < limit) {
     sizes.push_back(size);
     const double next = std::floor(static_cast<double>(size) * factor);
     if (next >= std::ldexp(1.0, 62)) break;  // far beyond any buffer

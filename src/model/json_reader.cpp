@@ -7,7 +7,9 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/model/result_consistency.hpp"
 #include "fabricbench/model/result_json.hpp"
 #include "fabricbench/model/schema_validate.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
@@ -22,6 +24,39 @@ std::optional<T> opt(const json& j, const char* key) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
   return it->get<T>();
+}
+
+// Integers are range-checked in the type they are read into: a schema-valid
+// 2^63-1 must not wrap to -1 on its way to an index.
+template <typename T>
+T int_at(const json& j, const char* key) {
+  return checked_integer<T>(j.at(key), key);
+}
+
+template <typename T>
+std::optional<T> opt_int(const json& j, const char* key) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  return checked_integer<T>(*it, key);
+}
+
+std::vector<int> ints_at(const json& j, const char* key) {
+  std::vector<int> out;
+  const json& list = j.at(key);
+  out.reserve(list.size());
+  for (std::size_t i = 0; i < list.size(); ++i)
+    out.push_back(checked_integer<int>(list[i], fmt::format("{}/{}", key, i)));
+  return out;
+}
+
+// Runs `read` and prefixes the path of the part it reads to a UsageError.
+template <typename Read>
+auto within(const std::string& where, Read read) {
+  try {
+    return read();
+  } catch (const UsageError& e) {
+    throw UsageError(fmt::format("{}/{}", where, e.what()));
+  }
 }
 
 template <typename T>
@@ -61,11 +96,11 @@ SweepRecord record_from(const json& j) {
   r.op = parsed<Op>(j, "op", parse_op);
   r.dtype = parsed<DType>(j, "dtype", parse_dtype);
   if (!j.at("redop").is_null()) r.redop = parsed<RedOp>(j, "redop", parse_redop);
-  r.root = opt<int>(j, "root");
+  r.root = opt_int<int>(j, "root");
   r.placement = parsed<Placement>(j, "placement", parse_placement);
-  r.bytes = j.at("bytes").get<std::size_t>();
-  r.count = j.at("count").get<std::size_t>();
-  r.ranks = j.at("ranks").get<int>();
+  r.bytes = int_at<std::size_t>(j, "bytes");
+  r.count = int_at<std::size_t>(j, "count");
+  r.ranks = int_at<int>(j, "ranks");
   if (j.contains("skipped")) {
     r.skipped = j.at("skipped").get<std::string>();
     return r;
@@ -79,33 +114,33 @@ SweepRecord record_from(const json& j) {
   t.cv = j.at("cv").get<double>();
   t.algbw_gbs = j.at("algbw_gbs").get<double>();
   t.busbw_gbs = j.at("busbw_gbs").get<double>();
-  t.iterations = j.at("iterations").get<int>();
-  t.wrong = opt<std::uint64_t>(j, "wrong");
+  t.iterations = int_at<int>(j, "iterations");
+  t.wrong = opt_int<std::uint64_t>(j, "wrong");
   r.timing = t;
   return r;
 }
 
 ScaleResult scaling_from(const json& j) {
   ScaleResult s;
-  s.bytes = j.at("bytes").get<std::size_t>();
-  s.ranks_per_node = j.at("ranks_per_node").get<int>();
+  s.bytes = int_at<std::size_t>(j, "bytes");
+  s.ranks_per_node = int_at<int>(j, "ranks_per_node");
   s.nic_gbit_per_node = opt<double>(j, "nic_gbit_per_node");
   for (const json& lj : j.at("levels")) {
     LevelResult l;
     l.kind = parsed<LevelKind>(lj, "kind", parse_level_kind);
     l.op = parsed<Op>(lj, "op", parse_op);
-    l.bytes = lj.at("bytes").get<std::size_t>();
-    l.nodes_per_group = lj.at("nodes_per_group").get<int>();
-    l.ranks_per_group = lj.at("ranks_per_group").get<int>();
+    l.bytes = int_at<std::size_t>(lj, "bytes");
+    l.nodes_per_group = int_at<int>(lj, "nodes_per_group");
+    l.ranks_per_group = int_at<int>(lj, "ranks_per_group");
     for (const json& gj : lj.at("groups")) {
       GroupResult g;
-      g.group = gj.at("group").get<int>();
-      g.nodes = gj.at("nodes").get<std::vector<int>>();
+      g.group = int_at<int>(gj, "group");
+      g.nodes = ints_at(gj, "nodes");
       g.hosts = gj.at("hosts").get<std::vector<std::string>>();
-      g.ranks = gj.at("ranks").get<int>();
+      g.ranks = int_at<int>(gj, "ranks");
       g.time_us = gj.at("time_us").get<double>();
       g.busbw_gbs = gj.at("busbw_gbs").get<double>();
-      g.wrong = gj.at("wrong").get<std::uint64_t>();
+      g.wrong = int_at<std::uint64_t>(gj, "wrong");
       l.groups.push_back(std::move(g));
     }
     l.busbw_min_gbs = lj.at("busbw_min_gbs").get<double>();
@@ -118,15 +153,15 @@ ScaleResult scaling_from(const json& j) {
   }
   if (const auto p = j.find("projection"); p != j.end() && !p->is_null()) {
     ProjectionInput in;
-    in.grad_bytes = p->at("grad_bytes").get<std::size_t>();
+    in.grad_bytes = int_at<std::size_t>(*p, "grad_bytes");
     in.compute_ms = p->at("compute_ms").get<double>();
     in.overlap = p->at("overlap").get<double>();
     in.sharded = p->at("sharded").get<bool>();
     s.projection_input = in;
     for (const json& pj : p->at("points")) {
       ProjectionPoint pt;
-      pt.nodes = pj.at("nodes").get<int>();
-      pt.gpus = pj.at("gpus").get<int>();
+      pt.nodes = int_at<int>(pj, "nodes");
+      pt.gpus = int_at<int>(pj, "gpus");
       pt.comm_ms = pj.at("comm_ms").get<double>();
       pt.step_ms = pj.at("step_ms").get<double>();
       pt.speedup = pj.at("speedup").get<double>();
@@ -139,11 +174,12 @@ ScaleResult scaling_from(const json& j) {
 
 PairMatrix matrix_from(const json& links, int size) {
   PairMatrix m(size);
-  for (const json& link : links) {
-    const int from = link.at("from").get<int>();
-    const int to = link.at("to").get<int>();
-    if (from >= size || to >= size)
-      throw UsageError(fmt::format("a link {} -> {} names a node beyond the {} listed", from, to, size));
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const json& link = links[i];
+    const int from = within(fmt::format("links/{}", i), [&] { return int_at<int>(link, "from"); });
+    const int to = within(fmt::format("links/{}", i), [&] { return int_at<int>(link, "to"); });
+    if (from < 0 || to < 0 || from >= size || to >= size)
+      throw UsageError(fmt::format("links/{}: a link {} -> {} names a node beyond the {} listed", i, from, to, size));
     m.bw(from, to) = opt<double>(link, "bandwidth_gbs");
     m.lat(from, to) = opt<double>(link, "latency_us");
   }
@@ -152,14 +188,18 @@ PairMatrix matrix_from(const json& links, int size) {
 
 PairsResult pairs_from(const json& j) {
   PairsResult p;
-  p.bytes = j.at("bytes").get<std::size_t>();
-  p.small_bytes = j.at("small_bytes").get<std::size_t>();
-  p.rounds = j.at("rounds").get<std::vector<int>>();
-  p.ranks_per_node = j.at("ranks_per_node").get<int>();
+  p.bytes = int_at<std::size_t>(j, "bytes");
+  p.small_bytes = int_at<std::size_t>(j, "small_bytes");
+  p.rounds = ints_at(j, "rounds");
+  p.ranks_per_node = int_at<int>(j, "ranks_per_node");
   p.hosts = j.at("hosts").get<std::vector<std::string>>();
-  p.nodes = matrix_from(j.at("links"), static_cast<int>(p.hosts.size()));
-  for (const json& node : j.at("intra_node")) p.intra.push_back(matrix_from(node.at("links"), p.ranks_per_node));
-  p.wrong = j.at("wrong").get<std::uint64_t>();
+  check_matrix_sizes(p.hosts.size(), j.at("intra_node").size(), p.ranks_per_node);
+  p.nodes = within("pairs", [&] { return matrix_from(j.at("links"), static_cast<int>(p.hosts.size())); });
+  const json& intra = j.at("intra_node");
+  for (std::size_t n = 0; n < intra.size(); ++n)
+    p.intra.push_back(within(fmt::format("pairs/intra_node/{}", n),
+                             [&] { return matrix_from(intra[n].at("links"), p.ranks_per_node); }));
+  p.wrong = int_at<std::uint64_t>(j, "wrong");
   return p;
 }
 
@@ -207,9 +247,11 @@ RunResult convert(const json& doc) {
   RunInfo& info = r.run;
   info.start_utc = run.at("start_utc").get<std::string>();
   info.command_line = run.at("command_line").get<std::vector<std::string>>();
-  info.ranks = run.at("ranks").get<int>();
-  info.nodes = run.at("nodes").get<int>();
-  info.ranks_per_node = run.at("ranks_per_node").get<std::vector<int>>();
+  within("run", [&] {
+    info.ranks = int_at<int>(run, "ranks");
+    info.nodes = int_at<int>(run, "nodes");
+    info.ranks_per_node = ints_at(run, "ranks_per_node");
+  });
   info.hostnames = run.at("hostnames").get<std::vector<std::string>>();
   info.transport = run.at("transport").get<std::string>();
   info.environment = run.at("environment").get<std::map<std::string, std::string>>();
@@ -221,17 +263,21 @@ RunResult convert(const json& doc) {
   const json& status = doc.at("status");
   r.complete = status.at("complete").get<bool>();
   r.checked = status.at("checked").get<bool>();
-  r.wrong_total = status.at("wrong_elements").get<std::uint64_t>();
+  r.wrong_total = within("status", [&] { return int_at<std::uint64_t>(status, "wrong_elements"); });
   r.duration_s = opt<double>(status, "duration_s");
-  for (const json& rec : doc.at("records")) r.records.push_back(record_from(rec));
-  if (const auto s = doc.find("scaling"); s != doc.end()) r.scaling = scaling_from(*s);
+  r.end_reason = value_or<std::string>(status, "reason", "");
+  const json& records = doc.at("records");
+  for (std::size_t i = 0; i < records.size(); ++i)
+    r.records.push_back(within(fmt::format("records/{}", i), [&] { return record_from(records[i]); }));
+  if (const auto s = doc.find("scaling"); s != doc.end())
+    r.scaling = within("scaling", [&] { return scaling_from(*s); });
   if (const auto p = doc.find("pairs"); p != doc.end()) r.pairs = pairs_from(*p);
   if (const auto p = doc.find("p2p_sweep"); p != doc.end()) r.p2p_sweep = p2p_sweep_from(*p);
   if (const auto f = doc.find("findings"); f != doc.end()) {
     for (const json& fj : *f) {
       Finding finding;
       finding.kind = parsed<FindingKind>(fj, "kind", parse_finding_kind);
-      finding.nodes = fj.at("nodes").get<std::vector<int>>();
+      finding.nodes = within("findings", [&] { return ints_at(fj, "nodes"); });
       finding.hosts = fj.at("hosts").get<std::vector<std::string>>();
       finding.value_gbs = fj.at("value_gbs").get<double>();
       finding.reference_gbs = fj.at("reference_gbs").get<double>();
@@ -263,7 +309,9 @@ RunResult result_from_json(const nlohmann::json& document, const std::string& la
     throw UsageError(fmt::format("{}: {}{}", label, e.path.empty() ? "" : e.path + ": ", e.message));
   }
   try {
-    return convert(document);
+    RunResult result = convert(document);
+    check_consistency(result);
+    return result;
   } catch (const json::exception& e) {
     throw UsageError(fmt::format("{}: does not read as a result: {}", label, e.what()));
   } catch (const UsageError& e) {
@@ -276,19 +324,7 @@ RunResult read_result_file(const std::string& path) {
   if (!in) throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
   std::ostringstream text;
   text << in.rdbuf();
-  json document;
-  try {
-    document = json::parse(text.str());
-  } catch (const json::parse_error& e) {
-    std::string message = e.what();
-    // "[json.exception.parse_error.101] parse error at line 3, ...": the tag
-    // says nothing to the person reading it.
-    if (const auto bracket = message.find("] ");
-        message.rfind("[json.exception", 0) == 0 && bracket != std::string::npos)
-      message = message.substr(bracket + 2);
-    throw UsageError(fmt::format("{}: truncated or not JSON: {}", path, message));
-  }
-  return result_from_json(document, path);
+  return result_from_json(parse_bounded_json(text.str(), path), path);
 }
 
 }  // namespace fabricbench

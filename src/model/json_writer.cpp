@@ -214,8 +214,10 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   status["complete"] = result.complete;
   status["checked"] = result.checked;
   status["wrong_elements"] = result.wrong_total;
-  status["data_ok"] = data_ok(result);
+  // Unchecked data is neither right nor wrong.
+  status["data_ok"] = result.checked ? json(data_ok(result)) : json(nullptr);
   if (result.duration_s) status["duration_s"] = *result.duration_s;
+  if (!result.end_reason.empty()) status["reason"] = result.end_reason;
   doc["status"] = status;
 
   json records = json::array();

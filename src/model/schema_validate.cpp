@@ -1,11 +1,16 @@
 #include "fabricbench/model/schema_validate.hpp"
 
+#include <algorithm>
 #include <cmath>
-#include <regex>
+#include <map>
+#include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
+
+#include "schema_pattern.hpp"
 
 namespace fabricbench {
 namespace {
@@ -57,7 +62,9 @@ const json* resolve(const json& root, const std::string& ref) {
 }
 
 // Every schema reachable in `node` uses known keywords and resolvable refs.
-void check_schema(const json& root, const json& node, const std::string& where) {
+using Patterns = std::map<std::string, SchemaPattern>;
+
+void check_schema(const json& root, const json& node, const std::string& where, Patterns& patterns) {
   if (node.is_boolean()) return;
   if (!node.is_object()) throw std::invalid_argument(fmt::format("schema {}: not an object", where));
   for (const auto& [key, value] : node.items()) {
@@ -65,14 +72,15 @@ void check_schema(const json& root, const json& node, const std::string& where) 
       throw std::invalid_argument(fmt::format("schema {}: unsupported keyword '{}'", where, key));
     if (key == "$ref" && (!value.is_string() || resolve(root, value.get<std::string>()) == nullptr))
       throw std::invalid_argument(fmt::format("schema {}: $ref {} does not resolve", where, value.dump()));
-    if (key == "pattern") (void)std::regex(value.get<std::string>(), std::regex::ECMAScript);
+    if (key == "pattern") patterns.try_emplace(value.get<std::string>(), value.get<std::string>());
     if (key == "properties" || key == "definitions") {
-      for (const auto& [name, sub] : value.items()) check_schema(root, sub, fmt::format("{}/{}/{}", where, key, name));
+      for (const auto& [name, sub] : value.items())
+        check_schema(root, sub, fmt::format("{}/{}/{}", where, key, name), patterns);
     } else if (key == "additionalProperties" || key == "items" || key == "not") {
-      check_schema(root, value, fmt::format("{}/{}", where, key));
+      check_schema(root, value, fmt::format("{}/{}", where, key), patterns);
     } else if (key == "allOf" || key == "anyOf" || key == "oneOf") {
       for (std::size_t i = 0; i < value.size(); ++i)
-        check_schema(root, value[i], fmt::format("{}/{}/{}", where, key, i));
+        check_schema(root, value[i], fmt::format("{}/{}/{}", where, key, i), patterns);
     }
   }
 }
@@ -111,9 +119,63 @@ bool json_equal(const json& a, const json& b) {
   return a == b;
 }
 
+// A text equal for values JSON Schema calls equal: numbers by value (1 and
+// 1.0 alike), objects by sorted keys. Depth is bounded by the parser.
+void canonical(const json& value, std::string& out) {
+  if (value.is_number()) {
+    const double d = value.get<double>();
+    out += fmt::format("n{}", d == 0 ? 0.0 : d);  // -0 equals 0
+    return;
+  }
+  if (value.is_array()) {
+    out += '[';
+    for (const json& item : value) {
+      canonical(item, out);
+      out += ',';
+    }
+    out += ']';
+    return;
+  }
+  if (value.is_object()) {
+    out += '{';
+    for (const auto& [key, item] : value.items()) {
+      out += json(key).dump();
+      out += ':';
+      canonical(item, out);
+      out += ',';
+    }
+    out += '}';
+    return;
+  }
+  out += value.dump();
+}
+
+// The first (i, j), i < j, of equal items, as a scan of every pair would
+// find it, in n log n: sort the canonical texts, then take the equal run
+// whose first index is lowest.
+std::optional<std::pair<std::size_t, std::size_t>> first_equal_pair(const json& array) {
+  std::vector<std::pair<std::string, std::size_t>> keyed;
+  keyed.reserve(array.size());
+  for (std::size_t i = 0; i < array.size(); ++i) {
+    std::string text;
+    canonical(array[i], text);
+    keyed.emplace_back(std::move(text), i);
+  }
+  std::sort(keyed.begin(), keyed.end());
+  std::optional<std::pair<std::size_t, std::size_t>> best;
+  for (std::size_t k = 0; k + 1 < keyed.size(); ++k) {
+    if (keyed[k].first != keyed[k + 1].first) continue;
+    // Sorted pairs: within an equal run the indices ascend.
+    if (!best || keyed[k].second < best->first) best = std::pair{keyed[k].second, keyed[k + 1].second};
+    while (k + 1 < keyed.size() && keyed[k].first == keyed[k + 1].first) ++k;
+  }
+  return best;
+}
+
 class Run {
  public:
-  Run(const json& root, std::size_t max_errors) : root_(root), max_(max_errors) {}
+  Run(const json& root, const Patterns& patterns, std::size_t max_errors)
+      : root_(root), patterns_(patterns), max_(max_errors) {}
 
   void check(const json& schema, const json& value, const std::string& path, std::vector<SchemaError>& errors) const {
     if (errors.size() >= max_) return;
@@ -179,8 +241,7 @@ class Run {
     if (const auto m = schema.find("maxLength"); m != schema.end() && s.size() > m->get<std::size_t>())
       errors.push_back({path, fmt::format("{} is longer than {} characters", short_text(value), m->dump())});
     if (const auto p = schema.find("pattern"); p != schema.end()) {
-      const std::regex re(p->get<std::string>(), std::regex::ECMAScript);
-      if (!std::regex_search(s, re))
+      if (!patterns_.at(p->get<std::string>()).search(s))
         errors.push_back({path, fmt::format("{} does not match '{}'", short_text(value), p->get<std::string>())});
     }
   }
@@ -192,12 +253,9 @@ class Run {
     if (const auto m = schema.find("maxItems"); m != schema.end() && value.size() > m->get<std::size_t>())
       errors.push_back({path, fmt::format("has {} items, more than the maximum {}", value.size(), m->dump())});
     if (const auto u = schema.find("uniqueItems"); u != schema.end() && u->get<bool>()) {
-      for (std::size_t i = 0; i < value.size(); ++i)
-        for (std::size_t j = i + 1; j < value.size(); ++j)
-          if (json_equal(value[i], value[j])) {
-            errors.push_back({path, fmt::format("items {} and {} are equal ({})", i, j, short_text(value[i]))});
-            i = j = value.size();
-          }
+      if (const auto pair = first_equal_pair(value))
+        errors.push_back({path, fmt::format("items {} and {} are equal ({})", pair->first, pair->second,
+                                            short_text(value[pair->first]))});
     }
     if (const auto items = schema.find("items"); items != schema.end()) {
       for (std::size_t i = 0; i < value.size(); ++i) {
@@ -232,7 +290,7 @@ class Run {
                          std::vector<SchemaError>& errors) const {
     const auto passes = [&](const json& sub) {
       std::vector<SchemaError> scratch;
-      Run(root_, 1).check(sub, value, path, scratch);
+      Run(root_, patterns_, 1).check(sub, value, path, scratch);
       return scratch.empty();
     };
     if (const auto all = schema.find("allOf"); all != schema.end())
@@ -257,18 +315,20 @@ class Run {
   }
 
   const json& root_;
+  const Patterns& patterns_;
   std::size_t max_;
 };
 
 }  // namespace
 
-SchemaValidator::SchemaValidator(nlohmann::json schema) : schema_(std::move(schema)) {
-  check_schema(schema_, schema_, "#");
+SchemaValidator::SchemaValidator(nlohmann::json schema)
+    : schema_(std::move(schema)), patterns_(std::make_shared<Patterns>()) {
+  check_schema(schema_, schema_, "#", *patterns_);
 }
 
 std::vector<SchemaError> SchemaValidator::validate(const nlohmann::json& document, std::size_t max_errors) const {
   std::vector<SchemaError> errors;
-  Run(schema_, max_errors).check(schema_, document, "", errors);
+  Run(schema_, *patterns_, max_errors).check(schema_, document, "", errors);
   if (errors.size() > max_errors) errors.resize(max_errors);
   return errors;
 }

@@ -4,21 +4,14 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 
+#include "fabricbench/core/text_safety.hpp"
 #include "fabricbench/output/writers.hpp"
 
 namespace fabricbench {
 namespace {
 
-// RFC 4180 quoting, only where needed.
-std::string cell(const std::string& text) {
-  if (text.find_first_of(",\"\n\r") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + '"';
-}
+// RFC 4180 quoting where needed, formulas and control characters defused.
+std::string cell(const std::string& text) { return csv_safe_cell(text); }
 
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <set>
@@ -79,6 +80,13 @@ th{background:#f2f2f2}td.l,th.l{text-align:left}.verdict{border:2px solid;border
 .src{color:#555;font-size:12px}figure{margin:10px 0}figcaption{font-size:12px;color:#555}svg text{font-family:inherit}
 tr.differs td{background:#fff3d6}.muted{color:#777})";
 
+// A byte count held as a double (2^64 is not a size_t), for a label.
+std::string size_label(double bytes) {
+  if (!(bytes >= 0)) return "?";
+  if (bytes >= 18446744073709551615.0) return format_size(std::numeric_limits<std::size_t>::max());
+  return format_size(static_cast<std::size_t>(bytes));
+}
+
 // A line chart of busbw against message size, log2 x axis.
 void busbw_chart(const Report& report, Op op, std::ostream& out) {
   struct Series {
@@ -112,6 +120,8 @@ void busbw_chart(const Report& report, Op op, std::ostream& out) {
       ymax = std::max(ymax, y);
     }
   if (ymax <= 0) ymax = 1;
+  xmin = std::max(xmin, 1.0);  // a 0-byte record would put the axis at log2(0)
+  xmax = std::max(xmax, xmin);
   const double lx0 = std::floor(std::log2(xmin)), lx1 = std::max(lx0 + 1, std::ceil(std::log2(xmax)));
   const int W = 640, H = 300, L = 60, R = 20, T = 20, B = 50;
   const auto px = [&](double x) { return L + (std::log2(x) - lx0) / (lx1 - lx0) * (W - L - R); };
@@ -129,7 +139,7 @@ void busbw_chart(const Report& report, Op op, std::ostream& out) {
     out << fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e4e4e4\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"10\" text-anchor=\"middle\">{4}</text>\n",
-        x, T, H - B, H - B + 14, esc(format_size(static_cast<std::size_t>(std::exp2(e)))));
+        x, T, H - B, H - B + 14, esc(size_label(std::exp2(e))));
   }
   for (int k = 0; k <= 4; ++k) {
     const double y = ymax * 1.1 * k / 4;
@@ -153,7 +163,7 @@ void busbw_chart(const Report& report, Op op, std::ostream& out) {
     for (const auto& [x, y] : series[s].points)
       out << fmt::format(
           "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {} GB/s</title></circle>\n", px(x), py(y),
-          palette(s), esc(format_size(static_cast<std::size_t>(x))), num(y));
+          palette(s), esc(size_label(x)), num(y));
     const int ly = H + 4 + 18 * static_cast<int>(s);
     out << fmt::format(
         "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
@@ -258,14 +268,14 @@ void heatmap(const PairMatrix& m, const std::vector<std::string>& labels, const 
     out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n",
                        L + cell * i + cell / 2, T - 6, i);
   }
+  // One grey background for the cells without a figure, so the page grows
+  // with the links the file holds, not with the square of its host list.
+  out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#eee\"/>\n", L, T, cell * m.size,
+                     cell * m.size);
   for (int i = 0; i < m.size; ++i)
     for (int j = 0; j < m.size; ++j) {
       const int x = L + cell * j, y = T + cell * i;
-      if (i == j || !m.bw(i, j)) {
-        out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#eee\" stroke=\"#fff\"/>\n", x, y,
-                           cell, cell);
-        continue;
-      }
+      if (i == j || !m.bw(i, j)) continue;
       const double v = *m.bw(i, j);
       const double rel = std::clamp(median > 0 ? v / median : 1.0, 0.0, 1.0);
       // Red (slow) to green (at the median or above), through yellow.

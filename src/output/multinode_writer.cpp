@@ -16,7 +16,22 @@ std::string level_label(const LevelResult& l) {
 
 std::string percent(const std::optional<double>& v) { return v ? fmt::format("{:.0f}%", *v * 100.0) : "-"; }
 
+// Wider than this, a matrix is listed link by link: its text then grows with
+// the links measured, not with the square of the node count.
+constexpr int max_matrix_columns = 32;
+
 void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, bool bandwidth, std::ostream& out) {
+  if (m.size > max_matrix_columns) {
+    out << fmt::format("# {} nodes: listed link by link (from -> to), links without a figure left out\n", m.size);
+    for (int i = 0; i < m.size; ++i)
+      for (int j = 0; j < m.size; ++j) {
+        const std::optional<double>& v = bandwidth ? m.bw(i, j) : m.lat(i, j);
+        if (i != j && v)
+          out << fmt::format("  {} -> {} {:.3f}\n", labels[static_cast<std::size_t>(i)],
+                             labels[static_cast<std::size_t>(j)], *v);
+      }
+    return;
+  }
   std::size_t width = 9;
   for (const std::string& l : labels) width = std::max(width, l.size() + 1);
   out << fmt::format("# {:>{}}", "from \\ to", width);

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/bounded_json.hpp"
+#include "fabricbench/core/error.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
@@ -134,11 +136,18 @@ ClusterTopology gather_topology(const Comm& world, const Layout& layout, const T
   std::vector<NodeTopology> nodes(static_cast<std::size_t>(layout.nodes));
   for (const std::string& text : all) {
     if (text.empty()) continue;
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("node_index") || !j["node_index"].is_number_integer()) continue;
-    const auto index = j["node_index"].get<int>();
-    if (index < 0 || index >= layout.nodes) continue;
-    nodes[static_cast<std::size_t>(index)] = node_from_json(j);
+    // Without MPI another process wrote this: bounded, and the index checked
+    // in its own type before it is used.
+    nlohmann::json j;
+    try {
+      j = parse_bounded_json(text, "topology");
+    } catch (const UsageError&) {
+      continue;
+    }
+    if (!j.is_object() || !j.contains("node_index")) continue;
+    const std::optional<int> index = integer_value<int>(j["node_index"]);
+    if (!index || *index < 0 || *index >= layout.nodes) continue;
+    nodes[static_cast<std::size_t>(*index)] = node_from_json(j);
   }
   return analyze_cluster(std::move(nodes));
 }

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 
 namespace fabricbench {
@@ -38,7 +42,8 @@ std::optional<T> get(const json& j, const char* key) {
   } else if constexpr (std::is_floating_point_v<T>) {
     if (v.is_number()) return v.get<T>();
   } else {
-    if (v.is_number_integer()) return v.get<T>();
+    // Out of T's range is as good as absent: never wrapped.
+    if (v.is_number_integer()) return integer_value<T>(v);
   }
   return std::nullopt;
 }

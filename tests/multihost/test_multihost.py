@@ -19,6 +19,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 import unittest
 
 ARGS = None
@@ -150,6 +151,69 @@ class MultiHost(unittest.TestCase):
         self.assertEqual([p["gpus"] for p in points], [2, 4, 8])
         for p in points:
             self.assertAlmostEqual(p["efficiency"], p["speedup"] / p["gpus"], places=9)
+
+
+class DownedLink(unittest.TestCase):
+    """A link that goes down mid-run: Open MPI's calls would wait for minutes
+    (its own daemon timeout ended such a run after 478 s, without a word from
+    fabricbench); the --timeout deadline names the wait and saves the file."""
+
+    @classmethod
+    def setUpClass(cls):
+        testbed("down", check=False)
+        testbed("up", "2", "--slots", "2", "--subnet", "10.77.9")
+        cls.dir = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        testbed("down", check=False)  # also ends an mpirun still waiting for the unreachable host
+        cls.dir.cleanup()
+
+    def read_status(self, path):
+        try:
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        except (OSError, ValueError):
+            return None
+        return doc
+
+    def test_a_downed_link_ends_in_the_timeout_with_the_reason_saved(self):
+        path = os.path.join(self.dir.name, "downed.json")
+        err_path = os.path.join(self.dir.name, "downed.err")
+        cmd = [ARGS.testbed, "mpirun", "-np", "4", "-q", ARGS.binary, "sweep", "--transport", "mpi", "--ops",
+               "allreduce,allgather", "-b", "1K", "-e", "16M", "--min-time-ms", "300", "--timeout", "10", "--json", path]
+        with open(err_path, "w", encoding="utf-8") as err:
+            proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
+                                    env={**os.environ, "FB_TESTBED_PREFIX": "fbt", "FB_TESTBED_HOSTPREFIX": "node"})
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                doc = self.read_status(path)
+                if doc and doc["records"]:
+                    break
+                time.sleep(0.2)
+            else:
+                self.fail("no record was saved before the link went down")
+            testbed("exec", "node1", "ip", "link", "set", "eth0", "down")
+            down = time.time()
+            reason = None
+            while time.time() < down + 90 and reason is None:
+                doc = self.read_status(path)
+                reason = doc["status"].get("reason") if doc else None
+                time.sleep(0.5)
+            self.assertIsNotNone(reason, "no reason was saved after the link went down")
+            self.assertRegex(reason, r"^timeout: rank \d on node[01] waited more than 10 s in the sweep phase, "
+                                     r"all(reduce|gather) at \d+ [KM]iB")
+            self.assertFalse(doc["status"]["complete"])
+            validate(self, path)
+            with open(err_path, encoding="utf-8") as f:
+                self.assertIn("fabricbench: error: timeout: rank", f.read())
+        finally:
+            try:
+                os.killpg(proc.pid, 9)
+            except ProcessLookupError:
+                pass
+            proc.wait()
 
 
 if __name__ == "__main__":

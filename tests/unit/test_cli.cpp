@@ -253,5 +253,23 @@ TEST(Cli, PointToPointSweep) {
             "--tests: unknown test 'pingpong' (choose from latency, bw, bibw)");
 }
 
+TEST(Cli, GapsThatOnceMeantTheDefaultOrAnEndlessRunAreRefused) {
+  EXPECT_EQ(error_of({"sweep", "--sizes", ""}), "--sizes: empty value");
+  EXPECT_EQ(error_of({"sweep", "--json", ""}), "--json: empty value");
+  EXPECT_EQ(error_of({"sweep", "--iters", "0"}), "--iters 0: must be 1 or above");
+  EXPECT_EQ(error_of({"sweep", "--check", "--no-check"}),
+            "--check: cannot be combined with --no-check (give one of them)");
+  EXPECT_EQ(error_of({"scale", "--overlap", "nan"}), "--overlap nan: must be between 0 and 1");
+  EXPECT_EQ(error_of({"sweep", "--price-per-gpu-hour", "-5"}),
+            "--price-per-gpu-hour -5: must be a finite price, 0 or above");
+  EXPECT_NE(error_of({"sweep", "-f", "1.0000001"}).find("would have more than 1000 sizes"), std::string::npos);
+  EXPECT_NE(error_of({"sweep", "-e", "18446744073709551612"}).find("above the largest message size"),
+            std::string::npos);
+  EXPECT_EQ(error_of({"sweep", "--check"}), "");
+  EXPECT_FALSE(parse({"sweep", "--no-check"}).check);
+  EXPECT_EQ(parse({"sweep", "--iters", "3"}).iterations.fixed_iters, 3);
+  EXPECT_EQ(parse({"sweep", "--price-per-gpu-hour", "0"}).report.price_per_gpu_hour, 0.0);
+}
+
 }  // namespace
 }  // namespace fabricbench

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fabricbench/core/error.hpp"
+
 namespace fabricbench {
 namespace {
 
@@ -37,6 +39,15 @@ TEST(Layout, SingleRank) {
   EXPECT_EQ(l.nodes, 1);
   EXPECT_EQ(l.ranks_per_node, std::vector<int>{1});
   EXPECT_EQ(l.hostnames, std::vector<std::string>{"solo"});
+}
+
+TEST(Layout, ForgedIndicesAreRefusedNotFollowed) {
+  // A forged round file of the folder group once named leader 1000000.
+  EXPECT_THROW(layout_from(0, {"a", "b"}, {0, 1000000}, {0, 0}), SystemError);
+  EXPECT_THROW(layout_from(0, {"a", "b"}, {0, -1}, {0, 0}), SystemError);
+  EXPECT_THROW(layout_from(0, {"a", "b"}, {0, 1}, {0, 7}), SystemError);
+  EXPECT_THROW(layout_from(0, {"a", "b"}, {0}, {0, 0}), SystemError);
+  EXPECT_THROW(layout_from(5, {"a", "b"}, {0, 1}, {0, 0}), SystemError);
 }
 
 }  // namespace

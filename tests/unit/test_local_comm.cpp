@@ -3,6 +3,7 @@
 #include "fabricbench/comm/local_comm.hpp"
 
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <thread>
 
@@ -125,6 +126,96 @@ TEST(LocalComm, FileGroupNamesTheMissingRank) {
     EXPECT_NE(std::string(e.what()).find("rank(s) 1, 2"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
+}
+
+namespace fs = std::filesystem;
+
+fs::path fresh_folder(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / (name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  return dir;
+}
+
+std::string usage_error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const UsageError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(LocalComm, FileGroupFolderIsPrivateAndCleanedUp) {
+  const fs::path dir = fresh_folder("fabricbench-comm-private");
+  {
+    std::vector<Comm> group;
+    for (int r = 0; r < 3; ++r) group.push_back(make_file_comm(dir.string(), r, 3, 20s));
+    EXPECT_EQ(fs::status(dir).permissions() & fs::perms::all, fs::perms::owner_all);
+    on_each(group, collectives);
+  }
+  EXPECT_FALSE(fs::exists(dir)) << "files or the folder were left behind";
+}
+
+TEST(LocalComm, FileGroupRefusesAFolderOthersCanWrite) {
+  const fs::path dir = fresh_folder("fabricbench-comm-open");
+  fs::create_directories(dir);
+  fs::permissions(dir, fs::perms::all);
+  EXPECT_NE(usage_error_of([&] { (void)make_file_comm(dir.string(), 0, 1, 1s); }).find("writable by everyone"),
+            std::string::npos);
+  fs::permissions(dir, fs::perms::owner_all | fs::perms::group_all);
+  EXPECT_NE(usage_error_of([&] { (void)make_file_comm(dir.string(), 0, 1, 1s); }).find("writable by its group"),
+            std::string::npos);
+  const fs::path link = fresh_folder("fabricbench-comm-link");
+  fs::permissions(dir, fs::perms::owner_all);
+  fs::create_directory_symlink(dir, link);
+  EXPECT_NE(usage_error_of([&] { (void)make_file_comm(link.string(), 0, 1, 1s); }).find("is a symlink"),
+            std::string::npos);
+  fs::remove(link);
+  fs::remove_all(dir);
+}
+
+TEST(LocalComm, FileGroupWritesNoFileThroughAPlantedSymlink) {
+  const fs::path dir = fresh_folder("fabricbench-comm-planted");
+  const fs::path victim = fresh_folder("fabricbench-comm-victim");
+  std::ofstream(victim) << "precious";
+  const Comm lone = make_file_comm(dir.string(), 0, 1, 1s);
+  // The old writer wrote <file>.tmp.<pid>, and "abort" directly.
+  fs::create_symlink(victim, dir / ("w_r0.0.tmp." + std::to_string(::getpid())));
+  fs::create_symlink(victim, dir / "abort");
+  fail_group(lone, "stop");
+  std::ifstream in(victim);
+  std::string text;
+  std::getline(in, text);
+  EXPECT_EQ(text, "precious");
+  fs::remove_all(dir);
+  fs::remove(victim);
+}
+
+TEST(LocalComm, FileGroupShowsAForgedAbortWithoutItsEscapes) {
+  const fs::path dir = fresh_folder("fabricbench-comm-abort");
+  const Comm lone = make_file_comm(dir.string(), 0, 2, 5s);
+  std::ofstream(dir / "abort") << "rank 1: \x1b]0;owned\x07\x1b[2J" << std::string(1000, 'x') << "\nsecond line";
+  try {
+    lone.barrier();
+    FAIL() << "barrier returned";
+  } catch (const SystemError& e) {
+    const std::string what = e.what();
+    EXPECT_EQ(what.find('\x1b'), std::string::npos) << what;
+    EXPECT_NE(what.find("\\x1b]0;owned"), std::string::npos) << what;
+    EXPECT_EQ(what.find("second line"), std::string::npos);
+    EXPECT_LT(what.size(), 500U);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(LocalComm, FileGroupRefusesAForgedRoundFile) {
+  const fs::path dir = fresh_folder("fabricbench-comm-forged");
+  const Comm first = make_file_comm(dir.string(), 0, 2, 5s);
+  // Rank 1 never comes; a forged file of its first round is 3 bytes where a
+  // split sends 8.
+  std::ofstream(dir / "w_r0.1") << "abc";
+  EXPECT_THROW((void)first.split(0, 0), SystemError);
+  fs::remove_all(dir);
 }
 
 }  // namespace

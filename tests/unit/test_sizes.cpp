@@ -1,5 +1,7 @@
 #include "fabricbench/core/sizes.hpp"
 
+#include <cmath>
+
 #include <gtest/gtest.h>
 
 namespace fabricbench {
@@ -64,6 +66,13 @@ TEST(SizeLadder, InvalidArgumentsGiveNothing) {
   EXPECT_TRUE(size_ladder(64, 8, 2.0).empty());
   EXPECT_TRUE(size_ladder(8, 64, 1.0).empty());
   EXPECT_TRUE(size_ladder(8, 64, 2.0, 0).empty());
+}
+
+TEST(SizeLadder, StopsAfterItsLimitSoAFactorNearOneCannotRunAway) {
+  // -f 1.0000001 from 8 B to 64 MiB would be 16 million sizes.
+  const auto sizes = size_ladder(8, std::size_t{64} << 20, 1.0000001, 4);
+  EXPECT_EQ(sizes.size(), max_ladder_sizes + 1);
+  EXPECT_TRUE(size_ladder(8, 64, std::nan("")).empty());
 }
 
 }  // namespace

@@ -27,7 +27,8 @@ Layout discover_layout(const Comm& world);
 
 // The part of discovery that is pure logic: from each rank's hostname and the
 // world rank that leads its shared-memory group, derive the layout as seen by
-// `rank`.
+// `rank`. Throws SystemError when the lists disagree in length or name a rank
+// that does not exist (without MPI they come from files other processes wrote).
 Layout layout_from(int rank, const std::vector<std::string>& hostname_of_rank, const std::vector<int>& leader_of_rank,
                    const std::vector<int>& local_rank_of_rank);
 

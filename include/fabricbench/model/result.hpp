@@ -2,6 +2,7 @@
 // Results are plain records: the sweep fills them, analysis reads them,
 // writers only format them.
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <optional>
@@ -64,9 +65,26 @@ struct RunResult {
   std::optional<double> duration_s;         // wall time from start to the last save
   std::uint64_t wrong_total = 0;
   bool checked = false;
+  std::string end_reason;  // why an incomplete run ended (timeout, signal); empty otherwise
 };
 
-// True when the run checked data and found none wrong.
-inline bool data_ok(const RunResult& result) { return result.wrong_total == 0; }
+// Every wrong element the result holds: the status total, or the sum of the
+// records', ladder groups' and pair matrix's counts when that is more (a file
+// read back may disagree with itself; the larger count wins, saturating).
+inline std::uint64_t wrong_elements(const RunResult& result) {
+  std::uint64_t parts = 0;
+  const auto add = [&parts](std::uint64_t n) { parts = n > UINT64_MAX - parts ? UINT64_MAX : parts + n; };
+  for (const SweepRecord& r : result.records)
+    if (r.timing && r.timing->wrong) add(*r.timing->wrong);
+  if (result.scaling)
+    for (const LevelResult& l : result.scaling->levels)
+      for (const GroupResult& g : l.groups) add(g.wrong);
+  if (result.pairs) add(result.pairs->wrong);
+  return std::max(parts, result.wrong_total);
+}
+
+// True when no element was found wrong. Unchecked data is not "ok": the JSON
+// writes data_ok as null then, and reports say "not checked".
+inline bool data_ok(const RunResult& result) { return wrong_elements(result) == 0; }
 
 }  // namespace fabricbench

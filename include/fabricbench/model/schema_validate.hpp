@@ -4,13 +4,16 @@
 // into the binary). The validator covers the draft-07 subset that schema
 // uses: type (one or a list), enum, const, required, properties,
 // additionalProperties (bool or schema), items, minItems, maxItems,
-// uniqueItems, minLength, maxLength, pattern, minimum, maximum,
+// uniqueItems (n log n), minLength, maxLength, pattern (ECMAScript subset,
+// schema_pattern.hpp), minimum, maximum,
 // exclusiveMinimum, exclusiveMaximum, $ref to "#/..." pointers, allOf, anyOf,
 // oneOf, not. Annotations (title, description, $id, $schema) are ignored.
 // A keyword outside that subset is refused when the validator is built, so a
 // schema change cannot silently weaken the check.
 
 #include <cstddef>
+#include <map>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -18,6 +21,8 @@
 #include <nlohmann/json.hpp>
 
 namespace fabricbench {
+
+class SchemaPattern;
 
 struct SchemaError {
   std::string path;     // JSON pointer-like, "records/3/busbw_gbs"; empty for the document root
@@ -35,6 +40,9 @@ class SchemaValidator {
 
  private:
   nlohmann::json schema_;
+  // The compiled `pattern`s, by text (std::regex recurses per character of
+  // the text it matches; these do not).
+  std::shared_ptr<std::map<std::string, SchemaPattern>> patterns_;
 };
 
 // The text of src/schema/result.schema.json as built into the binary.

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/watchdog.hpp"
 #include "fabricbench/transport/pattern.hpp"
 
 #if FABRICBENCH_HAVE_MPI
@@ -100,6 +101,7 @@ std::optional<std::string> MpiTransport::unsupported(Op op, DType dtype, RedOp r
 }
 
 void MpiTransport::prepare(const OpSpec& spec) {
+  Watchdog::note_step(fabricbench::name(spec.op).data(), spec.counts.bytes);  // the barriers before a step too
   const std::size_t elt = element_size(spec.dtype);
   const std::size_t send_bytes = spec.counts.send * elt;
   // In place, the receive buffer also holds the input (all of it for
@@ -219,7 +221,10 @@ MpiCall MpiTransport::resolve(const OpSpec& spec) {
   return c;
 }
 
-void MpiTransport::run_once(const OpSpec& spec) { issue(resolve(spec)); }
+void MpiTransport::run_once(const OpSpec& spec) {
+  Watchdog::note_step(fabricbench::name(spec.op).data(), spec.counts.bytes);  // a literal: kept by pointer
+  issue(resolve(spec));
+}
 
 std::span<std::byte> MpiTransport::output(const OpSpec& spec) {
   const std::size_t elt = element_size(spec.dtype);
@@ -234,6 +239,8 @@ std::uint64_t MpiTransport::verify(const OpSpec& spec) {
 }
 
 BatchTiming MpiTransport::time_batch(const OpSpec& spec, int iters, bool per_iteration) {
+  Watchdog::note_step(fabricbench::name(spec.op).data(),
+                      spec.counts.bytes);  // once per batch: lock-free, outside the clock
   const MpiCall call = resolve(spec);
   return with_call(call, [iters, per_iteration](const auto& issue_once) {
     BatchTiming timing;

@@ -1,0 +1,46 @@
+#pragma once
+// Result files are written safely or not at all. The rules (README, "File
+// safety"):
+//  - a target must be a regular file or not exist yet: a device, a fifo, a
+//    folder or a socket is refused before anything runs (exit 2);
+//  - two outputs on one file, or an output that is one of the inputs, are
+//    refused (exit 2): one would silently replace the other;
+//  - content goes to a fresh temporary in the target's folder, made with
+//    mkstemp (O_CREAT|O_EXCL: never a name anyone can predict and plant a
+//    symlink on), written whole, synced, then renamed onto the target. A
+//    symlink at the target is replaced, never written through; a failure
+//    leaves the target as it was and removes the temporary.
+
+#include <functional>
+#include <iosfwd>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace fabricbench {
+
+// Throws UsageError "FLAG PATH: ..." when PATH cannot become a result file:
+// empty, an existing file that is not regular (after symlinks), or a folder
+// that does not exist or in which no new file can be created (probed with a
+// mkstemp file, removed at once).
+void check_output_target(const std::string& path, const std::string& flag);
+
+// An output named with its flag, e.g. {"--csv", "r.csv"}.
+struct NamedOutput {
+  std::string flag;
+  std::string path;
+};
+
+// Throws UsageError when two outputs name one file (the same path, or links
+// to one file) or an output is one of `inputs` (the same file on disk).
+// Empty paths are ignored.
+void check_distinct_outputs(const std::vector<NamedOutput>& outputs, const std::vector<std::string>& inputs);
+
+// Writes what `produce` writes into a mkstemp temporary beside `path`, syncs
+// it, gives it the target's mode (a new file: 0666 less the umask), and
+// renames it onto `path`. Throws SystemError naming the file when any step
+// fails or when `path` has meanwhile become something other than a regular
+// file; `path` is then unchanged and the temporary gone.
+void write_file_safely(const std::string& path, const std::function<void(std::ostream&)>& produce);
+
+}  // namespace fabricbench

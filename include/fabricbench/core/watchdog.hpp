@@ -1,0 +1,81 @@
+#pragma once
+// A deadline for the MPI path, and the end of a run on SIGINT / SIGTERM.
+//
+// MPI calls block without a timeout: a stopped rank or a downed link leaves
+// the others waiting inside a collective. A Watchdog thread watches the
+// rank's progress (the phase of the run, and the op and size of the step the
+// transport began last): when nothing new has begun for `timeout`, or when
+// SIGINT or SIGTERM arrives, it prints one line naming host, rank, phase, op
+// and size, lets the lead rank save what it has (complete: false, with the
+// reason), and ends the process with the code given for each (the app's
+// exit_error, 4, and exit_interrupted, 5). Under mpirun the ending rank takes the job
+// down with it.
+//
+// The notes are lock-free and static, so the transport can give them from
+// its hot path without knowing whether a watchdog runs; they go to the one
+// Watchdog alive in the process, if any.
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+
+namespace fabricbench {
+
+class Watchdog {
+ public:
+  // `last_words(reason)` runs on the watchdog's thread before the process
+  // ends (the lead rank saves its result there); it must not block on MPI.
+  // Non-lead ranks wait `grace` longer, so the lead's line and file come
+  // first when every rank waits on one that stopped.
+  // The process ends with `timeout_code` on a timeout and `signal_code` on
+  // SIGINT/SIGTERM (the app's exit codes; passed in, so that this low layer
+  // knows none of the app).
+  Watchdog(std::chrono::milliseconds timeout, std::string host, int rank, bool lead, int timeout_code, int signal_code);
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void set_last_words(std::function<void(const std::string& reason)> last_words);
+
+  // No deadline from now on (a transport with deadlines of its own); signals
+  // are still handled.
+  void disarm_deadline() { armed_ = false; }
+
+  // A phase of the run began ("layout", "topology", "sweep", "ladder",
+  // "pairs"): names the phase and restarts the deadline. `name` must be a
+  // string literal (kept by pointer).
+  static void note_phase(const char* name);
+  // A step began (op name literal, message bytes): restarts the deadline.
+  static void note_step(const char* op, std::size_t bytes);
+
+  // The line the watchdog prints for a timeout, without "fabricbench: error: ".
+  [[nodiscard]] std::string timeout_reason() const;
+
+ private:
+  void watch();
+  [[noreturn]] void fire(const std::string& reason, int code);
+
+  std::chrono::milliseconds timeout_;
+  std::chrono::milliseconds grace_;
+  std::string host_;
+  int rank_;
+  int timeout_code_;
+  int signal_code_;
+  std::atomic<const char*> phase_{"start-up"};
+  std::atomic<const char*> op_{nullptr};
+  std::atomic<std::size_t> bytes_{0};
+  std::atomic<std::int64_t> last_ns_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> armed_{true};
+  std::mutex words_mutex_;
+  std::function<void(const std::string&)> last_words_;
+  int pipe_[2] = {-1, -1};
+  std::thread thread_;
+};
+
+}  // namespace fabricbench

@@ -1,0 +1,152 @@
+#include "fabricbench/core/safe_file.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/error.hpp"
+
+namespace fabricbench {
+namespace {
+
+std::string folder_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  if (slash == std::string::npos) return ".";
+  if (slash == 0) return "/";
+  return path.substr(0, slash);
+}
+
+std::string base_of(const std::string& path) {
+  const auto slash = path.rfind('/');
+  return slash == std::string::npos ? path : path.substr(slash + 1);
+}
+
+// The kind of a non-regular file, for the message.
+const char* kind_of(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a fifo";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
+// The target as it is now (following symlinks): nullopt when it does not
+// exist, else its stat.
+std::optional<struct stat> stat_of(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return std::nullopt;
+  return st;
+}
+
+// A fresh temporary beside `path`: mkstemp opens it O_CREAT|O_EXCL with mode
+// 0600, so neither a planted file nor a planted symlink is ever opened.
+struct Temporary {
+  std::string name;
+  int fd = -1;
+};
+
+Temporary make_temporary(const std::string& path) {
+  std::string name = fmt::format("{}/.{}.XXXXXX", folder_of(path), base_of(path));
+  const int fd = mkostemp(name.data(), O_CLOEXEC);
+  return {fd < 0 ? std::string() : name, fd};
+}
+
+mode_t process_umask() {
+  // umask() can only be read by setting it, which races with other threads;
+  // the kernel shows it in /proc/self/status.
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind("Umask:", 0) == 0) return static_cast<mode_t>(std::strtoul(line.c_str() + 6, nullptr, 8));
+  }
+  return 022;
+}
+
+bool write_all(int fd, const std::string& bytes) {
+  std::size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    done += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+void check_output_target(const std::string& path, const std::string& flag) {
+  if (path.empty()) throw UsageError(fmt::format("{}: empty file name", flag));
+  if (const auto st = stat_of(path); st && !S_ISREG(st->st_mode))
+    throw UsageError(fmt::format("{} {}: is {}, not a regular file; results go only to regular files", flag, path,
+                                 kind_of(st->st_mode)));
+  const Temporary probe = make_temporary(path);
+  if (probe.fd < 0) throw UsageError(fmt::format("{} {}: cannot write there: {}", flag, path, std::strerror(errno)));
+  ::close(probe.fd);
+  ::unlink(probe.name.c_str());
+}
+
+void check_distinct_outputs(const std::vector<NamedOutput>& outputs, const std::vector<std::string>& inputs) {
+  const auto same = [](const std::string& a, const std::string& b) {
+    const auto sa = stat_of(a);
+    const auto sb = stat_of(b);
+    if (sa && sb) return sa->st_dev == sb->st_dev && sa->st_ino == sb->st_ino;
+    if (sa || sb) return false;
+    // Neither exists yet: the same name in the same folder.
+    const auto fa = stat_of(folder_of(a));
+    const auto fb = stat_of(folder_of(b));
+    return base_of(a) == base_of(b) && fa && fb && fa->st_dev == fb->st_dev && fa->st_ino == fb->st_ino;
+  };
+  for (std::size_t i = 0; i < outputs.size(); ++i) {
+    const NamedOutput& o = outputs[i];
+    if (o.path.empty()) continue;
+    for (const std::string& input : inputs) {
+      if (same(o.path, input))
+        throw UsageError(
+            fmt::format("{} {}: is an input of this report; writing it would replace what is read", o.flag, o.path));
+    }
+    for (std::size_t j = i + 1; j < outputs.size(); ++j) {
+      const NamedOutput& other = outputs[j];
+      if (!other.path.empty() && same(o.path, other.path))
+        throw UsageError(fmt::format("{} {} and {} {}: one file for two outputs; give each its own file", o.flag,
+                                     o.path, other.flag, other.path));
+    }
+  }
+}
+
+void write_file_safely(const std::string& path, const std::function<void(std::ostream&)>& produce) {
+  std::ostringstream content;
+  produce(content);
+  const std::optional<struct stat> target = stat_of(path);
+  if (target && !S_ISREG(target->st_mode))
+    throw SystemError(fmt::format("{}: is {}, not a regular file; not replaced", path, kind_of(target->st_mode)));
+  const Temporary temp = make_temporary(path);
+  if (temp.fd < 0)
+    throw SystemError(fmt::format("cannot create a temporary file for {}: {}", path, std::strerror(errno)));
+  const mode_t mode = target ? (target->st_mode & 0777) : (0666 & ~process_umask());
+  const bool written = write_all(temp.fd, content.str()) && ::fchmod(temp.fd, mode) == 0 && ::fsync(temp.fd) == 0;
+  const int write_errno = errno;
+  if (::close(temp.fd) != 0 || !written) {
+    const int err = written ? errno : write_errno;
+    ::unlink(temp.name.c_str());
+    throw SystemError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
+  }
+  if (::rename(temp.name.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    ::unlink(temp.name.c_str());
+    throw SystemError(fmt::format("cannot rename {} to {}: {}", temp.name, path, std::strerror(err)));
+  }
+}
+
+}  // namespace fabricbench

@@ -1,0 +1,79 @@
+#include "fabricbench/model/result_consistency.hpp"
+
+#include <cstdint>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/error.hpp"
+
+namespace fabricbench {
+namespace {
+
+void check_indices(const std::vector<int>& indices, std::size_t count, const std::string& where) {
+  for (std::size_t i = 0; i < indices.size(); ++i) {
+    if (indices[i] < 0 || static_cast<std::size_t>(indices[i]) >= count)
+      throw UsageError(fmt::format("{}/{}: node {} is not one of the {} nodes (0 to {})", where, i, indices[i], count,
+                                   static_cast<long long>(count) - 1));
+  }
+}
+
+}  // namespace
+
+void check_matrix_sizes(std::size_t nodes, std::size_t intra_nodes, int ranks_per_node) {
+  const auto rpn = static_cast<std::uint64_t>(ranks_per_node < 0 ? 0 : ranks_per_node);
+  const std::uint64_t cells =
+      static_cast<std::uint64_t>(nodes) * nodes + static_cast<std::uint64_t>(intra_nodes) * rpn * rpn;
+  if (cells > max_matrix_cells)
+    throw UsageError(
+        fmt::format("pairs: a matrix of {} nodes and {} nodes of {} ranks is larger than a result may hold "
+                    "({} cells)",
+                    nodes, intra_nodes, ranks_per_node, max_matrix_cells));
+}
+
+void check_consistency(const RunResult& result) {
+  const RunInfo& run = result.run;
+  const auto nodes = static_cast<std::size_t>(run.nodes < 0 ? 0 : run.nodes);
+  if (run.hostnames.size() != nodes)
+    throw UsageError(
+        fmt::format("run.hostnames: {} names for the {} nodes of run.nodes", run.hostnames.size(), run.nodes));
+  if (run.ranks_per_node.size() != nodes)
+    throw UsageError(fmt::format("run.ranks_per_node: {} entries for the {} nodes of run.nodes",
+                                 run.ranks_per_node.size(), run.nodes));
+  std::int64_t ranks = 0;
+  for (const int r : run.ranks_per_node) ranks += r;
+  if (ranks != run.ranks)
+    throw UsageError(fmt::format("run.ranks: {}, but run.ranks_per_node adds up to {}", run.ranks, ranks));
+  if (result.scaling) {
+    for (std::size_t l = 0; l < result.scaling->levels.size(); ++l) {
+      const LevelResult& level = result.scaling->levels[l];
+      for (std::size_t g = 0; g < level.groups.size(); ++g) {
+        const GroupResult& group = level.groups[g];
+        const std::string where = fmt::format("scaling/levels/{}/groups/{}", l, g);
+        check_indices(group.nodes, nodes, where + "/nodes");
+        if (group.hosts.size() != group.nodes.size())
+          throw UsageError(
+              fmt::format("{}/hosts: {} names for {} nodes", where, group.hosts.size(), group.nodes.size()));
+      }
+    }
+  }
+  std::size_t pair_nodes = nodes;
+  if (result.pairs) {
+    const PairsResult& p = *result.pairs;
+    if (p.hosts.size() != nodes)
+      throw UsageError(fmt::format("pairs.hosts: {} names for the {} nodes of run.nodes", p.hosts.size(), run.nodes));
+    if (p.intra.size() > p.hosts.size())
+      throw UsageError(
+          fmt::format("pairs.intra_node: {} entries for the {} nodes of pairs.hosts", p.intra.size(), p.hosts.size()));
+    pair_nodes = p.hosts.size();
+  }
+  for (std::size_t f = 0; f < result.findings.size(); ++f) {
+    const Finding& finding = result.findings[f];
+    check_indices(finding.nodes, pair_nodes, fmt::format("findings/{}/nodes", f));
+    if (finding.hosts.size() != finding.nodes.size())
+      throw UsageError(
+          fmt::format("findings/{}/hosts: {} names for {} nodes", f, finding.hosts.size(), finding.nodes.size()));
+  }
+}
+
+}  // namespace fabricbench

@@ -1,0 +1,457 @@
+#!/usr/bin/env python3
+"""Hostile input end to end: command lines, result files and output paths.
+
+Every case here is a probe that once crashed, hung, clobbered a file or gave a
+wrong answer. Each must now end with one `fabricbench: error:` line and the
+documented exit code (or, for accepted input, a correct and safe output).
+"""
+import argparse
+import copy
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+ARGS = None
+
+
+def run(*args, timeout=120, **kw):
+    return subprocess.run([ARGS.binary, *args], capture_output=True, text=True, timeout=timeout, **kw)
+
+
+def mpirun(np_, *args, timeout=120):
+    cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", str(np_),
+           ARGS.binary, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+
+
+def golden(name):
+    with open(os.path.join(ARGS.golden, name), encoding="utf-8") as f:
+        return json.load(f)
+
+
+class OneLine:
+    def assert_one_line(self, proc, code, pattern):
+        self.assertEqual(proc.returncode, code, proc.stdout + proc.stderr)
+        lines = [l for l in proc.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertTrue(lines[0].startswith("fabricbench: error: "), lines[0])
+        self.assertRegex(lines[0], pattern)
+
+
+class CommandLine(unittest.TestCase, OneLine):
+    CASES = [
+        (["sweep", "--sizes", ""], r"--sizes: empty value"),
+        (["sweep", "--ops", ""], r"--ops: empty value"),
+        (["sweep", "--json", ""], r"--json: empty value"),
+        (["sweep", "--csv", ""], r"--csv: empty value"),
+        (["report", "x.json", "--html", ""], r"--html: empty value"),
+        (["scale", "--overlap", "nan"], r"--overlap nan: must be between 0 and 1"),
+        (["sweep", "--price-per-gpu-hour", "inf"], r"--price-per-gpu-hour inf: must be a finite price"),
+        (["sweep", "--price-per-gpu-hour", "-5"], r"--price-per-gpu-hour -5: must be a finite price"),
+        (["report", "x.json", "--price-per-node-hour", "nan"], r"--price-per-node-hour nan: must be a finite price"),
+        (["scale", "--nic-gbit-per-node", "nan"], r"--nic-gbit-per-node nan: must be above 0"),
+        (["sweep", "--timeout", "1e309"], r"--timeout inf: must be at most 604800 seconds"),
+        (["sweep", "--min-time-ms", "inf"], r"--min-time-ms inf: must be a finite number above 0"),
+        (["scale", "--params", "1e30", "--compute-ms", "1"], r"--params 1e\+30: the gradients would be above"),
+        (["scale", "--params", "0.0001", "--compute-ms", "1"], r"--params 0.0001: must be a whole number"),
+        (["scale", "--compute-ms", "inf", "--grad-bytes", "1M"], r"--compute-ms inf: must be above 0"),
+        (["sweep", "-f", "1.0000001"], r"-f/--step-factor 1.0000001: the ladder from 8 to 64M would have more than"),
+        (["sweep", "-f", "inf"], r"-f/--step-factor inf must be a finite number above 1"),
+        (["sweep", "-e", "18446744073709551612"], r"-e/--max-bytes 18446744073709551612: above the largest"),
+        (["sweep", "--iters", "0"], r"--iters 0: must be 1 or above"),
+        (["sweep", "--check", "--no-check"], r"--check: cannot be combined with --no-check"),
+    ]
+
+    def test_each_bad_command_line_exits_2_before_running(self):
+        for args, pattern in self.CASES:
+            with self.subTest(args=args):
+                self.assert_one_line(run(*args, timeout=30), 2, pattern)
+
+
+class HostileFiles(unittest.TestCase, OneLine):
+    """Schema-valid (or nearly) files built to break the reader or mislead."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.base = golden("run_a.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, doc=None, text=None, name="hostile.json"):
+        path = os.path.join(self.dir.name, name)
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(text if text is not None else json.dumps(doc))
+        return path
+
+    def variant(self, change):
+        doc = copy.deepcopy(self.base)
+        change(doc)
+        return self.write(doc)
+
+    def test_out_of_range_integers_are_refused_not_wrapped(self):
+        big = 2**63 - 1
+        cases = [
+            (lambda d: d["pairs"]["links"][0].update({"from": big}), r"pairs/links/0/from: 9223372036854775807 is not an"),
+            (lambda d: d["pairs"].update({"intra_node": [intra(0, {"from": 0, "to": big, "bandwidth_gbs": 1.0,
+                                                                  "latency_us": 1.0})]}),
+             r"pairs/intra_node/0/links/0/to: 9223372036854775807 is not an"),
+            (lambda d: d["run"].update({"ranks": 4294967297}), r"run/ranks: 4294967297 is not an integer"),
+            (lambda d: d["records"][0].update({"bytes": 1e20}), r"records/0/bytes: 1e\+20 is not an integer"),
+            (lambda d: d["records"][0].update({"iterations": 2**32}), r"records/0/iterations: 4294967296 is not an"),
+        ]
+        for change, pattern in cases:
+            with self.subTest(pattern=pattern):
+                path = self.variant(change)
+                self.assert_one_line(run("report", path, timeout=30), 2, re_file(path) + pattern)
+
+    def test_fields_that_disagree_are_refused_with_the_field_named(self):
+        def empty_hosts(d):
+            d["pairs"]["hosts"] = []
+            d["pairs"]["links"] = []
+            d["pairs"]["intra_node"] = [intra(0, {"from": 0, "to": 1, "bandwidth_gbs": 1.0, "latency_us": 1.0})]
+            d["findings"] = []
+        cases = [
+            (empty_hosts, r"pairs.hosts: 0 names for the 2 nodes of run.nodes"),
+            (lambda d: d["run"].update({"nodes": 3}), r"run.hostnames: 2 names for the 3 nodes of run.nodes"),
+            (lambda d: d["run"].update({"ranks": 15}), r"run.ranks: 15, but run.ranks_per_node adds up to 16"),
+            (lambda d: d["scaling"]["levels"][0]["groups"][0].update({"nodes": [7]}),
+             r"scaling/levels/0/groups/0/nodes/0: node 7 is not one of the 2 nodes"),
+        ]
+        for change, pattern in cases:
+            with self.subTest(pattern=pattern):
+                path = self.variant(change)
+                self.assert_one_line(run("report", path, timeout=30), 2, re_file(path) + pattern)
+
+    def test_per_record_wrong_elements_fail_the_verdict(self):
+        def corrupt(d):
+            d["records"][0]["wrong"] = 7
+            d["status"]["wrong_elements"] = 0
+            d["status"]["data_ok"] = True
+        proc = run("report", self.variant(corrupt), timeout=30)
+        self.assertEqual(proc.returncode, 3, proc.stdout + proc.stderr)
+        self.assertIn("7 wrong elements", proc.stdout)
+        self.assertNotIn("Verdict: OK", proc.stdout)
+
+    def test_deep_nesting_is_refused_at_parse_time(self):
+        text = json.dumps(self.base)[:-1] + ', "x": ' + "[" * 100000 + "]" * 100000 + "}"
+        path = self.write(text=text)
+        self.assert_one_line(run("report", path, timeout=30), 2, re_file(path) + r"nested deeper than 64 levels at x/0/0")
+
+    def test_number_beyond_a_double_exits_2_naming_the_file(self):
+        text = json.dumps(self.base).replace('"busbw_gbs": 45.0', '"busbw_gbs": 1e309', 1)
+        path = self.write(text=text)
+        self.assert_one_line(run("report", path, timeout=30), 2, re_file(path) + r"a number is out of range.*1e309")
+
+    def test_long_strings_in_pattern_fields_are_checked_without_recursion(self):
+        path = self.variant(lambda d: d["tool"].update({"version": "9" * 100000 + ".0.0"}))
+        self.assertEqual(run("report", "-q", path, timeout=30).returncode, run("report", "-q", ARGS.golden + "/run_a.json").returncode)
+        path = self.variant(lambda d: d["tool"].update({"version": "9" * 100000}))
+        self.assert_one_line(run("report", path, timeout=30), 2, r"tool/version: .* does not match")
+
+    def test_many_unique_items_are_checked_quickly(self):
+        path = self.variant(lambda d: d["tool"].update({"transports": [f"t{i}" for i in range(100000)]}))
+        proc = run("report", path, timeout=60)
+        self.assertIn(proc.returncode, (0, 2), proc.stderr)
+        path = self.variant(lambda d: d["tool"].update({"transports": [f"t{i}" for i in range(100000)] + ["t5"]}))
+        self.assert_one_line(run("report", path, timeout=60), 2, r"tool/transports: items 5 and 100000 are equal")
+
+    def test_output_size_is_bounded_by_the_input(self):
+        hosts = [f"host-{i:05d}" for i in range(2000)]
+        def many(d):
+            d["run"].update({"nodes": 2000, "hostnames": hosts, "ranks_per_node": [8] * 2000, "ranks": 16000})
+            d["pairs"].update({"hosts": hosts, "intra_node": []})
+            d["findings"] = []
+            d.pop("scaling")
+        path = self.variant(many)
+        html = os.path.join(self.dir.name, "out.html")
+        proc = run("report", "-q", path, "--html", html, timeout=120)
+        self.assertIn(proc.returncode, (0, 1, 3), proc.stderr)
+        self.assertLess(os.path.getsize(html), 50 * os.path.getsize(path))
+        proc = run("report", path, timeout=120)
+        self.assertLess(len(proc.stdout), 50 * os.path.getsize(path))
+
+
+class Injection(unittest.TestCase):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def write(self, doc):
+        path = os.path.join(self.dir.name, "in.json")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        return path
+
+    def test_escape_codes_from_a_file_never_reach_the_terminal(self):
+        doc = golden("run_a.json")
+        evil = "a-node-1\x1b]0;owned\x07\x1b[2J\u009b31m"
+        doc["run"]["hostnames"][0] = evil
+        doc["pairs"]["hosts"][0] = evil
+        proc = run("report", self.write(doc), timeout=60)
+        self.assertIn(proc.returncode, (0, 1, 3), proc.stderr)
+        self.assertNotIn("\x1b", proc.stdout)
+        self.assertNotIn("\x07", proc.stdout)
+        self.assertNotIn("\u009b", proc.stdout)
+        self.assertIn("\\x1b]0;owned", proc.stdout)
+
+    def test_csv_cells_from_a_file_cannot_be_formulas(self):
+        doc = golden("run_a.json")
+        record = {k: doc["records"][0][k] for k in ("op", "dtype", "redop", "root", "placement", "bytes", "count",
+                                                   "ranks")}
+        record["skipped"] = '=HYPERLINK("http://example.invalid","x")'
+        doc["records"].append(record)
+        csv_path = os.path.join(self.dir.name, "out.csv")
+        proc = run("report", "-q", self.write(doc), "--csv", csv_path, timeout=60)
+        self.assertIn(proc.returncode, (0, 1, 3), proc.stderr)
+        with open(csv_path, encoding="utf-8") as f:
+            text = f.read()
+        self.assertIn("\"'=HYPERLINK(", text)
+        self.assertNotIn(",=HYPERLINK", text)
+        self.assertNotIn(',"=HYPERLINK', text)
+
+
+class Unchecked(unittest.TestCase):
+    def test_no_check_writes_data_ok_null_and_reports_say_not_checked(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            proc = mpirun(2, "sweep", "--transport", "mpi", "--sizes", "64", "--ops", "allreduce", "--no-check",
+                          "--json", path)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            with open(path, encoding="utf-8") as f:
+                status = json.load(f)["status"]
+            self.assertIsNone(status["data_ok"])
+            self.assertFalse(status["checked"])
+            proc = run("report", path)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("data not checked (--no-check)", proc.stdout)
+            self.assertNotIn("every checked element was right", proc.stdout)
+
+
+def children(pid):
+    """Child pids from /proc (no procps needed)."""
+    out = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[1]) == pid:
+            out.append(entry)
+    return out
+
+
+def rank_pid(launcher, rank):
+    """The pid of world rank `rank` among the launcher's children."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        for kid in children(launcher):
+            try:
+                with open(f"/proc/{kid}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except OSError:
+                continue
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+                return int(kid)
+        time.sleep(0.2)
+    raise AssertionError(f"rank {rank} did not start")
+
+
+class Deadlines(unittest.TestCase):
+    """--timeout on the MPI path, signals and a killed rank: the run ends, says why, and saves."""
+
+    def setUp(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        self.dir = tempfile.TemporaryDirectory()
+        self.json = os.path.join(self.dir.name, "r.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def start(self, np_, *extra):
+        sweep = ["sweep", "--transport", "mpi", "--ops", "allreduce,allgather,sendrecv", "-b", "1K", "-e", "64K",
+                 "--min-time-ms", "300", "--json", self.json, *extra]
+        if np_ == 0:
+            cmd = [ARGS.binary, *sweep]
+        else:
+            cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", str(np_),
+                   ARGS.binary, *sweep]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True)
+
+    def wait_for_sweep(self, proc):
+        # The first save comes as the sweep starts; the sweep then lasts long
+        # enough (seconds per op) for what the test does next.
+        deadline = time.time() + 60
+        while time.time() < deadline and proc.poll() is None:
+            try:
+                with open(self.json, encoding="utf-8") as f:
+                    json.load(f)
+                return
+            except (OSError, ValueError):
+                pass
+            time.sleep(0.1)
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+        out, err = proc.communicate()
+        self.fail(f"the sweep did not start in time (exit {proc.returncode}): {out[-500:]} {err[-2000:]}")
+
+    def finish(self, proc, within):
+        try:
+            _, err = proc.communicate(timeout=within)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            self.fail(f"the run did not end within {within} s")
+        with open(self.json, encoding="utf-8") as f:
+            status = json.load(f)["status"]
+        self.assertFalse(status["complete"])
+        return err, status
+
+    def test_a_stopped_rank_ends_the_run_after_the_timeout_with_exit_4(self):
+        proc = self.start(4, "--timeout", "5")
+        self.wait_for_sweep(proc)
+        stopped = rank_pid(proc.pid, 2)
+        os.kill(stopped, signal.SIGSTOP)
+        try:
+            err, status = self.finish(proc, 120)  # a hang, not a slow end, fails this
+        finally:
+            try:
+                os.kill(stopped, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.assertEqual(proc.returncode, 4, err)
+        self.assertRegex(err, r"fabricbench: error: timeout: rank \d on \S+ waited more than 5 s in the sweep "
+                              r"phase, (allreduce|allgather|sendrecv) at \d+ KiB \(--timeout 5\)")
+        self.assertRegex(status["reason"], r"^timeout: rank \d on \S+ waited more than 5 s in the sweep phase")
+
+    def test_sigint_saves_and_exits_5(self):
+        proc = self.start(0)
+        self.wait_for_sweep(proc)
+        proc.send_signal(signal.SIGINT)
+        err, status = self.finish(proc, 60)
+        self.assertEqual(proc.returncode, 5, err)
+        self.assertIn("fabricbench: error: interrupted by SIGINT", err)
+        self.assertTrue(status["reason"].startswith("interrupted by SIGINT"), status)
+
+    def test_sigterm_to_mpirun_ends_the_run_within_seconds_and_saves_the_reason(self):
+        proc = self.start(2)
+        self.wait_for_sweep(proc)
+        proc.send_signal(signal.SIGTERM)
+        err, status = self.finish(proc, 60)  # it ends (in about a second), never hangs
+        self.assertNotEqual(proc.returncode, 0)  # mpirun's own status when it is the one signalled
+        # mpirun passes SIGTERM on and kills the ranks a moment later; on a
+        # loaded machine rank 0 may not finish its last save in that moment,
+        # and the file is then the previous valid one.
+        if "reason" in status:
+            self.assertTrue(status["reason"].startswith("interrupted by SIG"), status)
+
+    def test_a_killed_rank_ends_the_run_within_seconds(self):
+        proc = self.start(3)
+        self.wait_for_sweep(proc)
+        os.kill(rank_pid(proc.pid, 1), signal.SIGKILL)
+        self.finish(proc, 60)  # it ends (in about a second), never hangs
+        self.assertNotEqual(proc.returncode, 0)
+
+
+def intra(node, *links):
+    return {"node": node, "host": f"a-node-{node + 1}", "links": list(links)}
+
+
+def re_file(path):
+    import re
+    return "^fabricbench: error: " + re.escape(path) + ": "
+
+
+class Outputs(unittest.TestCase, OneLine):
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.input = os.path.join(self.dir.name, "in.json")
+        with open(self.input, "w", encoding="utf-8") as f:
+            json.dump(golden("run_a.json"), f)
+        with open(self.input, encoding="utf-8") as f:
+            self.original = f.read()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_report_refuses_to_overwrite_its_input(self):
+        for flag in ("--csv", "--html"):
+            with self.subTest(flag=flag):
+                self.assert_one_line(run("report", self.input, flag, self.input), 2, r"is an input of this report")
+                with open(self.input, encoding="utf-8") as f:
+                    self.assertEqual(f.read(), self.original)
+
+    def test_report_refuses_one_file_for_two_outputs(self):
+        out = os.path.join(self.dir.name, "out")
+        self.assert_one_line(run("report", self.input, "--csv", out, "--html", out), 2, r"one file for two outputs")
+        self.assertFalse(os.path.exists(out))
+
+    def test_report_refuses_non_regular_targets(self):
+        fifo = os.path.join(self.dir.name, "fifo")
+        os.mkfifo(fifo)
+        self.assert_one_line(run("report", self.input, "--csv", fifo), 2, r"--csv .*fifo: is a fifo, not a regular file")
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assert_one_line(run("report", self.input, "--html", self.dir.name), 2, r"is a folder")
+
+    def test_run_refuses_bad_targets_before_measuring(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        fifo = os.path.join(self.dir.name, "fifo")
+        os.mkfifo(fifo)
+        same = os.path.join(self.dir.name, "same")
+        cases = [
+            (["--json", self.dir.name], r"--json .*: is a folder, not a regular file"),
+            (["--csv", self.dir.name], r"--csv .*: is a folder, not a regular file"),
+            (["--json", fifo], r"--json .*: is a fifo"),
+            (["--json", same, "--csv", same], r"one file for two outputs"),
+        ]
+        for args, pattern in cases:
+            with self.subTest(args=args):
+                proc = mpirun(1, "sweep", "--transport", "mpi", "--sizes", "64", "--ops", "allreduce", *args)
+                self.assert_one_line(proc, 2, pattern)
+                self.assertNotIn("allreduce on", proc.stdout)  # refused before the run
+        self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
+        self.assertFalse(os.path.exists(same))
+
+    def test_result_files_leave_no_temporary_and_follow_no_planted_link(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        victim = os.path.join(self.dir.name, "victim")
+        with open(victim, "w", encoding="utf-8") as f:
+            f.write("precious")
+        target = os.path.join(self.dir.name, "r.json")
+        # The old writer used "<target>.tmp.<pid>"; plant links for a range of pids.
+        for pid in range(os.getpid() + 1, os.getpid() + 200):
+            os.symlink(victim, f"{target}.tmp.{pid}")
+        proc = mpirun(1, "sweep", "--transport", "mpi", "--sizes", "64", "--ops", "allreduce", "--json", target)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(victim, encoding="utf-8") as f:
+            self.assertEqual(f.read(), "precious")
+        with open(target, encoding="utf-8") as f:
+            self.assertTrue(json.load(f)["status"]["complete"])
+        left = [n for n in os.listdir(self.dir.name) if n.startswith(".r.json")]
+        self.assertEqual(left, [])
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--binary", required=True)
+    parser.add_argument("--mpirun", default="")
+    parser.add_argument("--golden", required=True)
+    ARGS, rest = parser.parse_known_args()
+    unittest.main(argv=[sys.argv[0], "-v", *rest])

@@ -1,0 +1,133 @@
+#include "fabricbench/core/safe_file.hpp"
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "fabricbench/core/error.hpp"
+
+namespace fabricbench {
+namespace {
+
+namespace fs = std::filesystem;
+
+class SafeFileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("fabricbench-safe-file-test-" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  static std::string read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream s;
+    s << in.rdbuf();
+    return s.str();
+  }
+  static void put(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
+  static std::string usage_error(const std::function<void()>& f) {
+    try {
+      f();
+    } catch (const UsageError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  fs::path dir_;
+};
+
+TEST_F(SafeFileTest, RefusesTargetsThatAreNotRegularFiles) {
+  // A fifo stands in for /dev/full: the old writer renamed a regular file
+  // over whatever was there.
+  const fs::path fifo = dir_ / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_NE(usage_error([&] { check_output_target(fifo.string(), "--json"); }).find("is a fifo"), std::string::npos);
+  EXPECT_THROW(write_file_safely(fifo.string(), [](std::ostream& o) { o << "x"; }), SystemError);
+  EXPECT_TRUE(fs::is_fifo(fifo));
+  EXPECT_NE(usage_error([&] { check_output_target(dir_.string(), "--csv"); }).find("is a folder"), std::string::npos);
+  EXPECT_NE(usage_error([] { check_output_target("/dev/null", "--json"); }).find("character device"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] {
+              check_output_target((dir_ / "no/such/r.json").string(), "--json");
+            }).find("cannot write there"),
+            std::string::npos);
+  EXPECT_EQ(usage_error([&] { check_output_target((dir_ / "new.json").string(), "--json"); }), "");
+  EXPECT_FALSE(fs::exists(dir_ / "new.json"));
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);  // the fifo alone
+}
+
+TEST_F(SafeFileTest, NeverWritesThroughASymlinkPlantedAtTheOldTemporaryName) {
+  const fs::path victim = dir_ / "victim";
+  put(victim, "precious");
+  const fs::path target = dir_ / "r.json";
+  // The old writer and probe opened "<target>.tmp.<pid>" with fopen("w").
+  fs::create_symlink(victim, target.string() + ".tmp." + std::to_string(getpid()));
+  check_output_target(target.string(), "--json");
+  write_file_safely(target.string(), [](std::ostream& o) { o << "result"; });
+  EXPECT_EQ(read(victim), "precious");
+  EXPECT_EQ(read(target), "result");
+}
+
+TEST_F(SafeFileTest, ReplacesASymlinkAtTheTargetInsteadOfWritingThroughIt) {
+  const fs::path victim = dir_ / "victim";
+  put(victim, "precious");
+  const fs::path target = dir_ / "r.json";
+  fs::create_symlink(victim, target);
+  write_file_safely(target.string(), [](std::ostream& o) { o << "result"; });
+  EXPECT_EQ(read(victim), "precious");
+  EXPECT_FALSE(fs::is_symlink(target));
+  EXPECT_EQ(read(target), "result");
+}
+
+TEST_F(SafeFileTest, NewFilesGetTheUmaskModeAndNoTemporaryStays) {
+  const fs::path target = dir_ / "r.csv";
+  const mode_t old = umask(027);
+  write_file_safely(target.string(), [](std::ostream& o) { o << "a,b\n"; });
+  umask(old);
+  struct stat st {};
+  ASSERT_EQ(stat(target.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0640U);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+TEST_F(SafeFileTest, AFailingProducerLeavesTheTargetAsItWas) {
+  const fs::path target = dir_ / "r.json";
+  put(target, "old");
+  EXPECT_THROW(write_file_safely(target.string(), [](std::ostream&) { throw SystemError("stop"); }), SystemError);
+  EXPECT_EQ(read(target), "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+TEST_F(SafeFileTest, RefusesTwoOutputsOnOneFileAndAnOutputThatIsAnInput) {
+  const fs::path in = dir_ / "in.json";
+  put(in, "{}");
+  const std::string x = (dir_ / "x").string();
+  EXPECT_NE(usage_error([&] {
+              check_distinct_outputs({{"--json", x}, {"--csv", x}}, {});
+            }).find("one file for two outputs"),
+            std::string::npos);
+  EXPECT_NE(usage_error([&] {
+              check_distinct_outputs({{"--csv", in.string()}}, {in.string()});
+            }).find("is an input of this report"),
+            std::string::npos);
+  // Another name for the same file: a hard link, a path through "..".
+  fs::create_hard_link(in, dir_ / "link.json");
+  EXPECT_NE(usage_error([&] {
+              check_distinct_outputs({{"--html", (dir_ / "link.json").string()}}, {in.string()});
+            }),
+            "");
+  const std::string roundabout = (dir_ / ".." / dir_.filename() / "x").string();
+  EXPECT_NE(usage_error([&] { check_distinct_outputs({{"--json", x}, {"--csv", roundabout}}, {}); }), "");
+  EXPECT_EQ(usage_error([&] {
+              check_distinct_outputs({{"--json", x}, {"--csv", (dir_ / "y").string()}, {"--html", ""}}, {in.string()});
+            }),
+            "");
+}
+
+}  // namespace
+}  // namespace fabricbench
