@@ -11,14 +11,15 @@ packages=(
   openmpi-bin libopenmpi-dev
   libcli11-dev libfmt-dev nlohmann-json3-dev libgtest-dev
   python3 python3-jsonschema
-  chromium
   iproute2 util-linux procps
 )
 
 # Test-only: a single-node Slurm cluster (tests/system/test_slurm.py), the
 # Debian package's build, install and man page (tests/system/test_package.py);
-# clang-format for the format check, clang-tidy for scripts/clang-tidy.sh.
+# clang-format for the format check, clang-tidy for scripts/clang-tidy.sh;
+# headless Chromium to render the HTML report (tests/e2e/test_report_e2e.py).
 test_packages=(
+  chromium
   clang-format-14 clang-tidy-14
   slurmctld slurmd slurm-client munge
   dpkg-dev file man-db binutils

@@ -13,6 +13,7 @@
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/exit_codes.hpp"
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/stats.hpp"
 
 namespace fabricbench {
 namespace {
@@ -23,11 +24,6 @@ std::string cluster_key(const RunResult& r) {
   return key;
 }
 
-std::string level_label(const LevelResult& l) {
-  if (l.kind == LevelKind::rail) return "rail";
-  return fmt::format("{} node{}", l.nodes_per_group, l.nodes_per_group == 1 ? "" : "s");
-}
-
 std::vector<std::string> topology_facts(const RunResult& r) {
   // what, value: in a fixed order so groups line up.
   std::vector<std::string> v(7, "-");
@@ -35,8 +31,8 @@ std::vector<std::string> topology_facts(const RunResult& r) {
   const Hardware hw = detect_hardware(*r.topology);
   v[0] = hw.gpu_model.value_or(hw.gpus_per_node == 0 ? "none" : "unknown");
   v[1] = std::to_string(hw.gpus_per_node);
-  v[2] = hw.gpu_link;
-  v[3] = hw.rdma_nics == 0 ? "0" : fmt::format("{} {}", hw.rdma_nics, hw.nic_kind);
+  v[2] = name(hw.gpu_link);
+  v[3] = hw.rdma_nics == 0 ? "0" : fmt::format("{} {}", hw.rdma_nics, hw.nic_kind ? name(*hw.nic_kind) : "");
   v[4] = hw.nic_rate_gbps ? fmt::format("{:.0f} Gb/s", *hw.nic_rate_gbps) : "-";
   v[5] = hw.pcie_gen ? fmt::format("Gen{} x{}", *hw.pcie_gen, hw.pcie_width.value_or(0)) : "-";
   v[6] = std::to_string(r.topology->anomalies.size());
@@ -49,7 +45,126 @@ const std::vector<std::string>& topology_fact_names() {
   return names;
 }
 
+std::string group_series_label(const Report& report, std::size_t g) {
+  const ReportGroup& group = report.groups[g];
+  return report.groups.size() > 1 ? group.label + ": " + group.cluster : group.cluster;
+}
+
+void add_busbw_charts(Report& report) {
+  std::set<Op> ops;
+  for (const ReportRun& run : report.runs)
+    for (const SweepRecord& r : run.result.records)
+      if (r.timing && r.bytes > 0) ops.insert(r.op);
+  for (const Op op : ops) {
+    BusbwChart chart;
+    chart.op = op;
+    for (std::size_t g = 0; g < report.groups.size(); ++g)
+      for (const Placement placement : {Placement::out_of_place, Placement::in_place}) {
+        std::map<std::size_t, std::vector<double>> by_size;
+        for (const std::size_t i : report.groups[g].runs)
+          for (const SweepRecord& r : report.runs[i].result.records)
+            if (r.op == op && r.timing && r.bytes > 0 && r.placement == placement)
+              by_size[r.bytes].push_back(r.timing->busbw_gbs);
+        if (by_size.empty()) continue;
+        ChartSeries series;
+        series.label = group_series_label(report, g);
+        series.group = g;
+        series.placement = placement;
+        for (const auto& [bytes, values] : by_size) series.points.push_back({bytes, spread_of(values)});
+        chart.series.push_back(std::move(series));
+      }
+    report.busbw_charts.push_back(std::move(chart));
+  }
+}
+
+void add_ladder_charts(Report& report) {
+  for (std::size_t i = 0; i < report.runs.size(); ++i) {
+    const std::optional<ScaleResult>& s = report.runs[i].result.scaling;
+    if (!s || s->levels.empty()) continue;
+    LadderChart chart;
+    chart.run = i;
+    chart.bytes = s->bytes;
+    for (const LevelResult& l : s->levels) {
+      const std::string label = level_label(l);
+      auto at = std::find(chart.levels.begin(), chart.levels.end(), label);
+      if (at == chart.levels.end()) at = chart.levels.insert(chart.levels.end(), label);
+      if (std::find(chart.ops.begin(), chart.ops.end(), l.op) == chart.ops.end()) chart.ops.push_back(l.op);
+      chart.bars.push_back(
+          {l.op, static_cast<std::size_t>(at - chart.levels.begin()), l.busbw_median_gbs, l.efficiency});
+    }
+    report.ladder_charts.push_back(std::move(chart));
+  }
+}
+
+MatrixChart matrix_chart(const PairMatrix& m, const std::vector<std::string>& labels, bool bandwidth,
+                         const std::vector<Finding>& findings) {
+  MatrixChart c;
+  c.unit = bandwidth ? "GB/s" : "us";
+  c.higher_is_better = bandwidth;
+  c.size = m.size;
+  c.labels = labels;
+  c.labels.resize(static_cast<std::size_t>(m.size));
+  for (int i = 0; i < m.size; ++i)
+    if (c.labels[static_cast<std::size_t>(i)].empty()) c.labels[static_cast<std::size_t>(i)] = std::to_string(i);
+  std::set<int> slow_nodes;
+  std::set<std::pair<int, int>> slow_links;
+  for (const Finding& f : findings) {
+    if (f.kind == FindingKind::slow_node && !f.nodes.empty()) slow_nodes.insert(f.nodes[0]);
+    if (f.kind == FindingKind::slow_link && f.nodes.size() == 2) {
+      slow_links.insert({f.nodes[0], f.nodes[1]});
+      slow_links.insert({f.nodes[1], f.nodes[0]});
+    }
+  }
+  std::vector<double> values;
+  for (int i = 0; i < m.size; ++i)
+    for (int j = 0; j < m.size; ++j) {
+      const std::optional<double>& v = bandwidth ? m.bw(i, j) : m.lat(i, j);
+      if (i == j || !v) continue;
+      c.cells.push_back({i, j, *v, slow_links.contains({i, j}) || slow_nodes.contains(i) || slow_nodes.contains(j)});
+      values.push_back(*v);
+    }
+  if (!values.empty()) {
+    c.median = median(values);
+    c.low = *std::min_element(values.begin(), values.end());
+    c.high = *std::max_element(values.begin(), values.end());
+  }
+  return c;
+}
+
+void add_matrix_charts(Report& report) {
+  for (std::size_t i = 0; i < report.runs.size(); ++i) {
+    const ReportRun& run = report.runs[i];
+    if (!run.result.pairs) continue;
+    const PairsResult& p = *run.result.pairs;
+    const auto measured = [](const MatrixChart& c) { return !c.cells.empty(); };
+    if (p.nodes.size > 1) {
+      MatrixChart bw = matrix_chart(p.nodes, p.hosts, true, run.result.findings);
+      bw.id = fmt::format("pairs-{}", i);
+      bw.title = fmt::format("Node-to-node send/recv bandwidth at {}", format_size(p.bytes));
+      bw.caption = fmt::format("{}: row sends to column, all {} rails at once", run.path, p.ranks_per_node);
+      if (measured(bw)) report.matrix_charts.push_back(std::move(bw));
+      MatrixChart lat = matrix_chart(p.nodes, p.hosts, false, {});  // the findings are about bandwidth
+      lat.id = fmt::format("pairs-{}-latency", i);
+      lat.title = fmt::format("Node-to-node latency at {}", format_size(p.small_bytes));
+      lat.caption = fmt::format("{}: row sends to column", run.path);
+      if (measured(lat)) report.matrix_charts.push_back(std::move(lat));
+    }
+    std::vector<std::string> locals;
+    for (int l = 0; l < p.ranks_per_node; ++l) locals.push_back(fmt::format("local {}", l));
+    for (std::size_t n = 0; n < p.intra.size() && p.ranks_per_node > 1; ++n) {
+      MatrixChart c = matrix_chart(p.intra[n], locals, true, {});
+      c.id = fmt::format("pairs-{}-node-{}", i, n);
+      c.title = fmt::format("Within {}: send/recv bandwidth at {}", n < p.hosts.size() ? p.hosts[n] : std::to_string(n),
+                            format_size(p.bytes));
+      c.caption = fmt::format("{}: local rank to local rank", run.path);
+      if (measured(c)) report.matrix_charts.push_back(std::move(c));
+    }
+  }
+}
+
 }  // namespace
+
+std::string unit_word(const RunResult& result) { return result.run.transport == "mpi" ? "ranks" : "GPUs"; }
 
 std::string cluster_text(const RunResult& r) {
   std::string hosts;
@@ -57,22 +172,6 @@ std::string cluster_text(const RunResult& r) {
   if (r.run.hostnames.size() > 3) hosts += fmt::format(", +{}", r.run.hostnames.size() - 3);
   return fmt::format("{} node{} ({}), {} ranks, {}", r.run.nodes, r.run.nodes == 1 ? "" : "s", hosts, r.run.ranks,
                      r.run.transport);
-}
-
-Spread spread_of(const std::vector<double>& values) {
-  Spread s;
-  s.runs = static_cast<int>(values.size());
-  double sum = 0;
-  for (const double v : values) sum += v;
-  s.mean = sum / static_cast<double>(values.size());
-  s.min = *std::min_element(values.begin(), values.end());
-  s.max = *std::max_element(values.begin(), values.end());
-  if (values.size() > 1) {
-    double sq = 0;
-    for (const double v : values) sq += (v - s.mean) * (v - s.mean);
-    s.sd = std::sqrt(sq / static_cast<double>(values.size() - 1));
-  }
-  return s;
 }
 
 std::optional<CostSummary> cost_of(const RunResult& result, const PriceInfo& override_price) {
@@ -139,6 +238,9 @@ Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, con
     }
     report.groups[it->second].runs.push_back(i);
   }
+  add_busbw_charts(report);
+  add_ladder_charts(report);
+  add_matrix_charts(report);
   if (report.runs.size() < 2) return report;
 
   const std::size_t ngroups = report.groups.size();

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -11,18 +12,13 @@
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/stats.hpp"
 #include "fabricbench/model/schema_validate.hpp"
 
 namespace fabricbench {
 namespace {
 
 using json = nlohmann::json;
-
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
 
 template <typename T>
 T most_common(const std::vector<T>& values) {
@@ -55,55 +51,62 @@ struct Measured {
   std::size_t bytes = 0;  // size measured at, when it matters
 };
 
-Measured measure_figure(const RunResult& result, const Hardware& hw, const std::string& figure) {
+Measured measure_figure(const RunResult& result, const Hardware& hw, ReferenceFigure figure) {
   Measured m;
-  if (figure == "allreduce.busbw") {
-    m.what = "all-reduce busbw";
-    if (result.run.nodes != 1 || result.run.ranks != hw.gpus_per_node) {
-      m.why_not = fmt::format("the reference is for one node with all its {} GPUs; this run had {} ranks on {} node{}",
-                              hw.gpus_per_node, result.run.ranks, result.run.nodes, result.run.nodes == 1 ? "" : "s");
-      return m;
+  switch (figure) {
+    case ReferenceFigure::allreduce_busbw: {
+      m.what = "all-reduce busbw";
+      if (result.run.nodes != 1 || result.run.ranks != hw.gpus_per_node) {
+        m.why_not =
+            fmt::format("the reference is for one node with all its {} GPUs; this run had {} ranks on {} node{}",
+                        hw.gpus_per_node, result.run.ranks, result.run.nodes, result.run.nodes == 1 ? "" : "s");
+        return m;
+      }
+      const SweepRecord* r = largest_measured(result, Op::allreduce);
+      if (r == nullptr) {
+        m.why_not = "no all-reduce was measured";
+        return m;
+      }
+      m.value = r->timing->busbw_gbs;
+      m.bytes = r->bytes;
+      break;
     }
-    const SweepRecord* r = largest_measured(result, Op::allreduce);
-    if (r == nullptr) {
-      m.why_not = "no all-reduce was measured";
-      return m;
+    case ReferenceFigure::p2p_per_nic_gbs: {
+      m.what = "node-pair bandwidth per NIC";
+      if (!result.pairs || result.pairs->nodes.size < 2) {
+        m.why_not = "no node-pair matrix in this run";
+        return m;
+      }
+      if (hw.rdma_nics == 0) {
+        m.why_not = "no active RDMA NIC";
+        return m;
+      }
+      std::vector<double> links;
+      for (const auto& v : result.pairs->nodes.bandwidth_gbs)
+        if (v) links.push_back(*v);
+      if (links.empty()) {
+        m.why_not = "no node pair was measured";
+        return m;
+      }
+      m.value = median(links) / hw.rdma_nics;
+      m.bytes = result.pairs->bytes;
+      break;
     }
-    m.value = r->timing->busbw_gbs;
-    m.bytes = r->bytes;
-  } else if (figure == "p2p.per_nic_gbs") {
-    m.what = "node-pair bandwidth per NIC";
-    if (!result.pairs || result.pairs->nodes.size < 2) {
-      m.why_not = "no node-pair matrix in this run";
-      return m;
+    case ReferenceFigure::topo_h2d_gbs:
+    case ReferenceFigure::topo_d2h_gbs: {
+      const bool h2d = figure == ReferenceFigure::topo_h2d_gbs;
+      m.what = h2d ? "host-to-device copy" : "device-to-host copy";
+      std::vector<double> values;
+      for (const NodeTopology& n : result.topology->nodes)
+        for (const GpuInfo& g : n.gpus)
+          if (const auto& v = h2d ? g.h2d_gbs : g.d2h_gbs) values.push_back(*v);
+      if (values.empty()) {
+        m.why_not = "copies were not measured";
+        return m;
+      }
+      m.value = median(values);
+      break;
     }
-    if (hw.rdma_nics == 0) {
-      m.why_not = "no active RDMA NIC";
-      return m;
-    }
-    std::vector<double> links;
-    for (const auto& v : result.pairs->nodes.bandwidth_gbs)
-      if (v) links.push_back(*v);
-    if (links.empty()) {
-      m.why_not = "no node pair was measured";
-      return m;
-    }
-    m.value = median_of(links) / hw.rdma_nics;
-    m.bytes = result.pairs->bytes;
-  } else if (figure == "topo.h2d_gbs" || figure == "topo.d2h_gbs") {
-    const bool h2d = figure == "topo.h2d_gbs";
-    m.what = h2d ? "host-to-device copy" : "device-to-host copy";
-    std::vector<double> values;
-    for (const NodeTopology& n : result.topology->nodes)
-      for (const GpuInfo& g : n.gpus)
-        if (const auto& v = h2d ? g.h2d_gbs : g.d2h_gbs) values.push_back(*v);
-    if (values.empty()) {
-      m.why_not = "copies were not measured";
-      return m;
-    }
-    m.value = median_of(values);
-  } else {
-    m.why_not = fmt::format("unknown figure '{}'", figure);
   }
   return m;
 }
@@ -130,27 +133,47 @@ std::optional<T> member(const json& j, const char* key) {
     return it->get<T>();
 }
 
-bool compare(double lhs, const std::string& op, double rhs) {
-  if (op == ">=") return lhs >= rhs;
-  if (op == "<=") return lhs <= rhs;
-  if (op == ">") return lhs > rhs;
-  if (op == "<") return lhs < rhs;
-  return lhs == rhs;
+bool compare(double lhs, Comparison op, double rhs) {
+  switch (op) {
+    case Comparison::ge:
+      return lhs >= rhs;
+    case Comparison::le:
+      return lhs <= rhs;
+    case Comparison::gt:
+      return lhs > rhs;
+    case Comparison::lt:
+      return lhs < rhs;
+    case Comparison::eq:
+      return lhs == rhs;
+  }
+  return false;
 }
 
 // Which value is the worst for a comparison: the one furthest on the wrong side.
-bool worse(double a, double b, const std::string& op) {
-  if (op == ">=" || op == ">") return a < b;
-  if (op == "<=" || op == "<") return a > b;
-  return std::abs(a) > std::abs(b);
+bool worse(double a, double b, Comparison op) {
+  switch (op) {
+    case Comparison::ge:
+    case Comparison::gt:
+      return a < b;
+    case Comparison::le:
+    case Comparison::lt:
+      return a > b;
+    case Comparison::eq:
+      return std::abs(a) > std::abs(b);
+  }
+  return false;
+}
+
+// A match key read from the expectations: a name outside the table is an error.
+template <typename Enum, std::size_t N>
+std::optional<Enum> named(const std::optional<std::string>& text, const NameTable<Enum, N>& table,
+                          const std::string& id, const char* key) {
+  if (!text) return std::nullopt;
+  if (const std::optional<Enum> value = parse_in(table, *text)) return value;
+  throw UsageError(fmt::format("expectations: {}: {} '{}' is not {}", id, key, *text, names_of(table)));
 }
 
 std::string number(double v) { return fmt::format("{:.6g}", v); }
-
-const std::vector<std::string>& op_metrics() {
-  static const std::vector<std::string> metrics{"busbw", "algbw", "time_us", "p50_us", "p99_us"};
-  return metrics;
-}
 
 std::string join(const std::vector<std::string>& items) {
   std::string out;
@@ -164,9 +187,10 @@ struct Sample {
   std::string where;
 };
 
-Verdict gate_verdict(const Gate& gate, const std::vector<Sample>& samples, const std::string& unit) {
+Verdict gate_verdict(const Gate& gate, const std::vector<Sample>& samples) {
+  const std::string_view unit = info(gate.metric).unit;
   Verdict v;
-  v.kind = "gate";
+  v.kind = VerdictKind::gate;
   v.subject = gate.text;
   const Sample* worst_sample = &samples.front();
   for (const Sample& s : samples)
@@ -176,13 +200,41 @@ Verdict gate_verdict(const Gate& gate, const std::vector<Sample>& samples, const
   v.level = pass ? Level::ok : Level::fail;
   v.reason = fmt::format("{}{} {}{} {} {}{}", samples.size() > 1 ? "worst " : "", number(worst_sample->value), unit,
                          worst_sample->where.empty() ? "" : " (" + worst_sample->where + ")", pass ? "meets" : "fails",
-                         gate.comparison, number(gate.value));
+                         name(gate.comparison), number(gate.value));
   return v;
 }
 
-Verdict missing(const Gate& gate, const std::string& why) { return Verdict{Level::fail, "gate", gate.text, why, ""}; }
+Verdict missing(const Gate& gate, const std::string& why) {
+  return Verdict{Level::fail, VerdictKind::gate, gate.text, why, ""};
+}
 
-std::string op_unit(const std::string& metric) { return metric == "busbw" || metric == "algbw" ? "GB/s" : "us"; }
+double timing_value(const Timing& t, GateMetric metric) {
+  switch (metric) {
+    case GateMetric::busbw:
+      return t.busbw_gbs;
+    case GateMetric::algbw:
+      return t.algbw_gbs;
+    case GateMetric::time_us:
+      return t.time_us;
+    case GateMetric::p50_us:
+      return t.p50_us;
+    case GateMetric::p99_us:
+      return t.p99_us;
+    case GateMetric::scale_busbw:
+    case GateMetric::scale_busbw_min:
+    case GateMetric::scale_efficiency:
+    case GateMetric::pairs_bandwidth:
+    case GateMetric::pairs_latency_us:
+    case GateMetric::pairs_findings:
+    case GateMetric::topo_h2d_gbs:
+    case GateMetric::topo_d2h_gbs:
+    case GateMetric::topo_local_copy_gbs:
+    case GateMetric::topo_gpus:
+    case GateMetric::topo_anomalies:
+      break;
+  }
+  throw std::logic_error("not an op metric");
+}
 
 Verdict evaluate_op_gate(const Gate& gate, Op op, const RunResult& result) {
   std::vector<std::size_t> sizes;
@@ -194,17 +246,13 @@ Verdict evaluate_op_gate(const Gate& gate, Op op, const RunResult& result) {
   for (const SweepRecord& r : result.records) {
     if (r.op != op || !r.timing || r.bytes != size) continue;
     const Timing& t = *r.timing;
-    const double value = gate.metric == "busbw"     ? t.busbw_gbs
-                         : gate.metric == "algbw"   ? t.algbw_gbs
-                         : gate.metric == "time_us" ? t.time_us
-                         : gate.metric == "p50_us"  ? t.p50_us
-                                                    : t.p99_us;
-    samples.push_back({value, fmt::format("{} {} {} {}", name(op), format_size(r.bytes), name(r.dtype),
-                                          r.placement == Placement::in_place ? "in-place" : "out-of-place")});
+    samples.push_back(
+        {timing_value(t, gate.metric), fmt::format("{} {} {} {}", name(op), format_size(r.bytes), name(r.dtype),
+                                                   r.placement == Placement::in_place ? "in-place" : "out-of-place")});
   }
   if (samples.empty())
     return missing(gate, fmt::format("{} at {} was not measured in this run", name(op), format_size(size)));
-  return gate_verdict(gate, samples, op_unit(gate.metric));
+  return gate_verdict(gate, samples);
 }
 
 Verdict evaluate_scale_gate(const Gate& gate, const RunResult& result) {
@@ -216,54 +264,56 @@ Verdict evaluate_scale_gate(const Gate& gate, const RunResult& result) {
   std::vector<Sample> samples;
   for (const LevelResult& l : result.scaling->levels) {
     if (l.kind != LevelKind::nodes || l.nodes_per_group != nodes) continue;
-    const std::string where = fmt::format("{} at {} node{}", name(l.op), nodes, nodes == 1 ? "" : "s");
-    if (gate.metric == "efficiency") {
+    const std::string where = fmt::format("{} at {}", name(l.op), level_label(l));
+    if (gate.metric == GateMetric::scale_efficiency) {
       if (!l.efficiency) return missing(gate, fmt::format("{}: no efficiency (no 1-node level of the op)", where));
       samples.push_back({*l.efficiency, where});
     } else {
-      samples.push_back({gate.metric == "busbw" ? l.busbw_median_gbs : l.busbw_min_gbs, where});
+      samples.push_back({gate.metric == GateMetric::scale_busbw ? l.busbw_median_gbs : l.busbw_min_gbs, where});
     }
   }
   if (samples.empty()) return missing(gate, fmt::format("the ladder has no level of {} nodes per group", nodes));
-  return gate_verdict(gate, samples, gate.metric == "efficiency" ? "" : "GB/s");
+  return gate_verdict(gate, samples);
 }
 
 Verdict evaluate_pairs_gate(const Gate& gate, const RunResult& result) {
   if (!result.pairs) return missing(gate, "no node-pair matrix in this run");
-  if (gate.metric == "findings")
-    return gate_verdict(gate, {{static_cast<double>(result.findings.size()), "findings"}}, "");
+  if (gate.metric == GateMetric::pairs_findings)
+    return gate_verdict(gate, {{static_cast<double>(result.findings.size()), "findings"}});
   std::vector<Sample> samples;
   const PairMatrix& m = result.pairs->nodes;
   for (int i = 0; i < m.size; ++i)
     for (int j = 0; j < m.size; ++j) {
-      const auto& v = gate.metric == "bandwidth" ? m.bw(i, j) : m.lat(i, j);
+      const auto& v = gate.metric == GateMetric::pairs_bandwidth ? m.bw(i, j) : m.lat(i, j);
       if (i != j && v)
         samples.push_back({*v, fmt::format("{} -> {}", result.pairs->hosts[static_cast<std::size_t>(i)],
                                            result.pairs->hosts[static_cast<std::size_t>(j)])});
     }
   if (samples.empty()) return missing(gate, "no node pair was measured (one node only)");
-  return gate_verdict(gate, samples, gate.metric == "bandwidth" ? "GB/s" : "us");
+  return gate_verdict(gate, samples);
 }
 
 Verdict evaluate_topo_gate(const Gate& gate, const RunResult& result) {
   if (!result.topology) return missing(gate, "no topology in this run");
   const ClusterTopology& t = *result.topology;
-  if (gate.metric == "anomalies")
-    return gate_verdict(gate, {{static_cast<double>(t.anomalies.size()), "anomalies"}}, "");
+  if (gate.metric == GateMetric::topo_anomalies)
+    return gate_verdict(gate, {{static_cast<double>(t.anomalies.size()), "anomalies"}});
   std::vector<Sample> samples;
   for (const NodeTopology& n : t.nodes) {
-    if (gate.metric == "gpus") {
+    if (gate.metric == GateMetric::topo_gpus) {
       samples.push_back({static_cast<double>(n.gpus.size()), n.host.hostname});
       continue;
     }
     for (std::size_t i = 0; i < n.gpus.size(); ++i) {
       const GpuInfo& g = n.gpus[i];
-      const auto& v = gate.metric == "h2d_gbs" ? g.h2d_gbs : gate.metric == "d2h_gbs" ? g.d2h_gbs : g.local_copy_gbs;
+      const auto& v = gate.metric == GateMetric::topo_h2d_gbs   ? g.h2d_gbs
+                      : gate.metric == GateMetric::topo_d2h_gbs ? g.d2h_gbs
+                                                                : g.local_copy_gbs;
       if (v) samples.push_back({*v, fmt::format("{} GPU {}", n.host.hostname, g.index.value_or(static_cast<int>(i)))});
     }
   }
-  if (samples.empty()) return missing(gate, fmt::format("no {} in this run's topology", gate.metric));
-  return gate_verdict(gate, samples, gate.metric == "gpus" ? "" : "GB/s");
+  if (samples.empty()) return missing(gate, fmt::format("no {} in this run's topology", name(gate.metric)));
+  return gate_verdict(gate, samples);
 }
 
 }  // namespace
@@ -291,7 +341,7 @@ Hardware detect_hardware(const ClusterTopology& topology) {
   int min_nics = std::numeric_limits<int>::max();
   bool nvswitch = false;
   bool nvlink = false;
-  std::vector<std::string> nic_kinds;
+  std::vector<NicKind> nic_kinds;
   for (const NodeTopology& n : topology.nodes) {
     min_gpus = std::min(min_gpus, static_cast<int>(n.gpus.size()));
     for (const GpuInfo& g : n.gpus) {
@@ -300,7 +350,7 @@ Hardware detect_hardware(const ClusterTopology& topology) {
       if (const auto w = g.pcie.current_width ? g.pcie.current_width : g.pcie.max_width) widths.push_back(*w);
       for (const NvLink& l : g.nvlinks) {
         if (l.active.value_or(false) || !l.active) {
-          if (l.remote_kind && *l.remote_kind == "switch")
+          if (l.remote_kind == LinkPeer::nvswitch)
             nvswitch = true;
           else if (l.active.value_or(false))
             nvlink = true;
@@ -309,7 +359,7 @@ Hardware detect_hardware(const ClusterTopology& topology) {
     }
     int active = 0;
     for (const NicInfo& nic : n.nics) {
-      if (nic.kind != "infiniband" && nic.kind != "roce") continue;
+      if (!is_rdma(nic)) continue;
       bool up = false;
       for (const NicPort& p : nic.ports) {
         if (p.state.value_or("") != "ACTIVE") continue;
@@ -330,7 +380,7 @@ Hardware detect_hardware(const ClusterTopology& topology) {
   if (!gens.empty()) hw.pcie_gen = most_common(gens);
   if (!widths.empty()) hw.pcie_width = most_common(widths);
   if (!nic_kinds.empty()) hw.nic_kind = most_common(nic_kinds);
-  hw.gpu_link = min_gpus == 0 ? "none" : nvswitch ? "nvswitch" : nvlink ? "nvlink" : "pcie";
+  hw.gpu_link = min_gpus == 0 ? GpuLink::none : nvswitch ? GpuLink::nvswitch : nvlink ? GpuLink::nvlink : GpuLink::pcie;
   return hw;
 }
 
@@ -340,14 +390,21 @@ std::string describe(const Hardware& hardware) {
     parts.emplace_back("no GPU");
   else
     parts.push_back(fmt::format("{}×{}", hardware.gpus_per_node, hardware.gpu_model.value_or("GPU (model unknown)")));
-  if (hardware.gpu_link == "nvswitch")
-    parts.emplace_back("NVSwitch");
-  else if (hardware.gpu_link == "nvlink")
-    parts.emplace_back("NVLink");
-  else if (hardware.gpu_link == "pcie")
-    parts.emplace_back("PCIe only between GPUs");
+  switch (hardware.gpu_link) {
+    case GpuLink::nvswitch:
+      parts.emplace_back("NVSwitch");
+      break;
+    case GpuLink::nvlink:
+      parts.emplace_back("NVLink");
+      break;
+    case GpuLink::pcie:
+      parts.emplace_back("PCIe only between GPUs");
+      break;
+    case GpuLink::none:
+      break;
+  }
   if (hardware.rdma_nics > 0)
-    parts.push_back(fmt::format("{}×{}{}", hardware.rdma_nics, hardware.nic_kind,
+    parts.push_back(fmt::format("{}×{}{}", hardware.rdma_nics, hardware.nic_kind ? name(*hardware.nic_kind) : "",
                                 hardware.nic_rate_gbps ? fmt::format(" {:.0f} Gb/s", *hardware.nic_rate_gbps) : ""));
   else
     parts.emplace_back("no active RDMA NIC");
@@ -368,13 +425,13 @@ Expectations parse_expectations(std::string_view text) {
       Reference ref;
       ref.id = r.at("id").get<std::string>();
       ref.label = r.at("label").get<std::string>();
-      ref.figure = r.at("figure").get<std::string>();
+      ref.figure = *named(std::optional(r.at("figure").get<std::string>()), reference_figure_names, ref.id, "figure");
       ref.scope = r.value("scope", "");
       const json& m = r.at("match");
       ref.gpu_model_contains = member<std::string>(m, "gpu_model_contains");
       ref.gpus_per_node = member<int>(m, "gpus_per_node");
-      ref.gpu_link = member<std::string>(m, "gpu_link");
-      ref.nic_kind = member<std::string>(m, "nic_kind");
+      ref.gpu_link = named(member<std::string>(m, "gpu_link"), gpu_link_names, ref.id, "gpu_link");
+      ref.nic_kind = named(member<std::string>(m, "nic_kind"), nic_kind_names, ref.id, "nic_kind");
       ref.nic_rate_gbps = member<double>(m, "nic_rate_gbps");
       ref.pcie_gen = member<int>(m, "pcie_gen");
       ref.pcie_width = member<int>(m, "pcie_width");
@@ -419,56 +476,60 @@ std::vector<Verdict> health_verdicts(const RunResult& result) {
   std::vector<Verdict> out;
   // Wrong elements anywhere in the file fail it, whatever its status says.
   if (!data_ok(result))
-    out.push_back({Level::fail, "data", "data check", fmt::format("{} wrong elements", wrong_elements(result)), ""});
+    out.push_back(
+        {Level::fail, VerdictKind::data, "data check", fmt::format("{} wrong elements", wrong_elements(result)), ""});
   else if (!result.checked)
-    out.push_back({Level::info, "data", "data check", "data not checked (--no-check)", ""});
+    out.push_back({Level::info, VerdictKind::data, "data check", "data not checked (--no-check)", ""});
   else
-    out.push_back({Level::ok, "data", "data check", "every checked element was right", ""});
+    out.push_back({Level::ok, VerdictKind::data, "data check", "every checked element was right", ""});
   if (!result.complete)
-    out.push_back({Level::warn, "complete", "run",
+    out.push_back({Level::warn, VerdictKind::complete, "run",
                    result.end_reason.empty() ? "the run did not finish (interrupted, or still running)"
                                              : "the run did not finish: " + result.end_reason,
                    ""});
-  for (const Finding& f : result.findings) out.push_back({Level::warn, "finding", join(f.hosts), f.message, ""});
+  for (const Finding& f : result.findings)
+    out.push_back({Level::warn, VerdictKind::finding, join(f.hosts), f.message, ""});
   if (result.topology)
     for (const Anomaly& a : result.topology->anomalies)
-      out.push_back({Level::warn, "anomaly", a.device.empty() ? a.host : a.host + " " + a.device,
+      out.push_back({Level::warn, VerdictKind::anomaly, a.device.empty() ? a.host : a.host + " " + a.device,
                      fmt::format("{}: {}", a.kind, a.detail), ""});
   if (result.scaling)
     for (const LevelResult& l : result.scaling->levels)
       if (!l.warning.empty())
         out.push_back(
-            {Level::warn, "ladder", fmt::format("{} {} nodes", name(l.op), l.nodes_per_group), l.warning, ""});
+            {Level::warn, VerdictKind::ladder, fmt::format("{} {}", name(l.op), level_label(l)), l.warning, ""});
   return out;
 }
 
 std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectations& expectations) {
   std::vector<Verdict> out;
   if (!result.topology || result.topology->nodes.empty()) {
-    out.push_back({Level::info, "reference", "expectations", "no reference (no GPU/NIC topology in this run)", ""});
+    out.push_back(
+        {Level::info, VerdictKind::reference, "expectations", "no reference (no GPU/NIC topology in this run)", ""});
     return out;
   }
   const Hardware hw = detect_hardware(*result.topology);
-  std::map<std::string, std::vector<const Reference*>> by_figure;  // in file order within a figure
-  std::vector<std::string> figures;
+  std::map<ReferenceFigure, std::vector<const Reference*>> by_figure;  // in file order within a figure
+  std::vector<ReferenceFigure> figures;
   for (const Reference& r : expectations.references) {
     if (!matches(r, hw)) continue;
     if (by_figure[r.figure].empty()) figures.push_back(r.figure);
     by_figure[r.figure].push_back(&r);
   }
   if (figures.empty()) {
-    out.push_back({Level::info, "reference", "expectations", fmt::format("no reference for {}", describe(hw)), ""});
+    out.push_back(
+        {Level::info, VerdictKind::reference, "expectations", fmt::format("no reference for {}", describe(hw)), ""});
     return out;
   }
-  for (const std::string& figure : figures) {
+  for (const ReferenceFigure figure : figures) {
     const std::vector<const Reference*>& refs = by_figure[figure];
     const auto primary = std::find_if(refs.begin(), refs.end(), [](const Reference* r) { return !r->context_only; });
     if (primary == refs.end()) continue;
     const Reference& ref = **primary;
     const Measured m = measure_figure(result, hw, figure);
     Verdict v;
-    v.kind = "reference";
-    v.subject = figure;
+    v.kind = VerdictKind::reference;
+    v.subject = name(figure);
     v.source = ref.source;
     if (!m.value) {
       v.level = Level::info;
@@ -494,11 +555,20 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
 
 void require_reference(std::vector<Verdict>& reference_verdicts) {
   for (Verdict& v : reference_verdicts) {
-    if (v.subject != "expectations" || v.level != Level::info) continue;
+    // The whole-run "no reference" verdicts; a figure without a figure to judge keeps info.
+    if (v.kind != VerdictKind::reference || v.subject != "expectations" || v.level != Level::info) continue;
     v.level = Level::warn;
     v.reason += "; give --expect";
   }
 }
+
+const GateMetricInfo& info(GateMetric metric) {
+  for (const GateMetricInfo& m : gate_metrics)
+    if (m.metric == metric) return m;
+  throw std::logic_error("a gate metric outside the table");
+}
+
+std::string_view name(GateMetric metric) { return info(metric).name; }
 
 Gate parse_gate(std::string_view text) {
   const std::string t(text);
@@ -508,15 +578,17 @@ Gate parse_gate(std::string_view text) {
   Gate g;
   g.text = t;
   std::string lhs = t.substr(0, cmp_at);
-  std::string rest = t.substr(cmp_at);
-  for (const char* c : {">=", "<=", "==", ">", "<"}) {
-    if (rest.rfind(c, 0) == 0) {
-      g.comparison = c;
+  const std::string_view rest = std::string_view(t).substr(cmp_at);
+  std::optional<Comparison> comparison;
+  for (const auto& [value, label] : comparison_names) {
+    if (rest.substr(0, label.size()) == label) {
+      comparison = value;
       break;
     }
   }
-  if (g.comparison.empty()) throw bad("unknown comparison (use >=, <=, >, < or ==)");
-  const std::string value_text = rest.substr(g.comparison.size());
+  if (!comparison) throw bad("unknown comparison (use >=, <=, >, < or ==)");
+  g.comparison = *comparison;
+  const std::string value_text(rest.substr(name(g.comparison).size()));
   std::size_t used = 0;
   try {
     g.value = std::stod(value_text, &used);
@@ -534,49 +606,66 @@ Gate parse_gate(std::string_view text) {
   const auto dot = lhs.find('.');
   if (dot == std::string::npos) throw bad("expected SUBJECT.METRIC, e.g. allreduce.busbw");
   g.subject = lhs.substr(0, dot);
-  g.metric = lhs.substr(dot + 1);
-  const auto require_metric = [&](const std::vector<std::string>& metrics) {
-    if (std::find(metrics.begin(), metrics.end(), g.metric) == metrics.end())
-      throw bad(fmt::format("unknown metric '{}' for {} ({})", g.metric, g.subject, join(metrics)));
-  };
-  const auto no_arg = [&] {
-    if (!arg.empty()) throw bad(fmt::format("{}.{} takes no @", g.subject, g.metric));
-  };
-  if (parse_op(g.subject)) {
-    g.subject = std::string(name(*parse_op(g.subject)));
-    require_metric(op_metrics());
-    if (!arg.empty()) {
-      const auto size = parse_size(arg);
-      if (!size || *size == 0) throw bad(fmt::format("'@{}' is not a size (bytes, or K/M/G, e.g. @64M)", arg));
-      g.at = *size;
-    }
+  const std::string metric = lhs.substr(dot + 1);
+  GateFamily family = GateFamily::op;
+  if ((g.op = parse_op(g.subject))) {
+    g.subject = std::string(name(*g.op));
   } else if (g.subject == "scale") {
-    require_metric({"busbw", "busbw_min", "efficiency"});
-    if (!arg.empty()) {
-      const bool digits = arg.find_first_not_of("0123456789") == std::string::npos && arg.size() < 7;
-      if (!digits || std::stoi(arg) < 1) throw bad(fmt::format("'@{}' is not a node count", arg));
-      g.at = static_cast<std::size_t>(std::stoi(arg));
-    }
+    family = GateFamily::scale;
   } else if (g.subject == "pairs") {
-    require_metric({"bandwidth", "latency_us", "findings"});
-    no_arg();
+    family = GateFamily::pairs;
   } else if (g.subject == "topo") {
-    require_metric({"h2d_gbs", "d2h_gbs", "local_copy_gbs", "gpus", "anomalies"});
-    no_arg();
+    family = GateFamily::topo;
   } else {
     std::vector<std::string> subjects;
     for (const Op op : all_ops()) subjects.emplace_back(name(op));
     subjects.insert(subjects.end(), {"scale", "pairs", "topo"});
     throw bad(fmt::format("unknown subject '{}' ({})", g.subject, join(subjects)));
   }
+  std::vector<std::string> known;
+  std::optional<GateMetric> found;
+  for (const GateMetricInfo& m : gate_metrics) {
+    if (m.family != family) continue;
+    known.emplace_back(m.name);
+    if (m.name == metric) found = m.metric;
+  }
+  if (!found) throw bad(fmt::format("unknown metric '{}' for {} ({})", metric, g.subject, join(known)));
+  g.metric = *found;
+  switch (family) {
+    case GateFamily::op:
+      if (!arg.empty()) {
+        const auto size = parse_size(arg);
+        if (!size || *size == 0) throw bad(fmt::format("'@{}' is not a size (bytes, or K/M/G, e.g. @64M)", arg));
+        g.at = *size;
+      }
+      break;
+    case GateFamily::scale:
+      if (!arg.empty()) {
+        const bool digits = arg.find_first_not_of("0123456789") == std::string::npos && arg.size() < 7;
+        if (!digits || std::stoi(arg) < 1) throw bad(fmt::format("'@{}' is not a node count", arg));
+        g.at = static_cast<std::size_t>(std::stoi(arg));
+      }
+      break;
+    case GateFamily::pairs:
+    case GateFamily::topo:
+      if (!arg.empty()) throw bad(fmt::format("{}.{} takes no @", g.subject, metric));
+      break;
+  }
   return g;
 }
 
 Verdict evaluate_gate(const Gate& gate, const RunResult& result) {
-  if (const auto op = parse_op(gate.subject)) return evaluate_op_gate(gate, *op, result);
-  if (gate.subject == "scale") return evaluate_scale_gate(gate, result);
-  if (gate.subject == "pairs") return evaluate_pairs_gate(gate, result);
-  return evaluate_topo_gate(gate, result);
+  switch (info(gate.metric).family) {
+    case GateFamily::op:
+      return evaluate_op_gate(gate, gate.op.value_or(Op::allreduce), result);
+    case GateFamily::scale:
+      return evaluate_scale_gate(gate, result);
+    case GateFamily::pairs:
+      return evaluate_pairs_gate(gate, result);
+    case GateFamily::topo:
+      return evaluate_topo_gate(gate, result);
+  }
+  throw std::logic_error("a gate family outside the table");
 }
 
 Level worst(std::span<const Verdict> verdicts) {

@@ -5,6 +5,7 @@
 #include <ctime>
 #include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 
 #include <unistd.h>
@@ -27,6 +28,7 @@
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/p2p_writer.hpp"
+#include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/report_writers.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
@@ -81,11 +83,8 @@ void agree_on_root(const Comm& world, const std::function<void()>& check) {
       message = e.what();
     }
   }
-  std::uint64_t length = world.broadcast_value<std::uint64_t>(message.size(), 0);
-  if (length == 0) return;
-  message.resize(length);
-  world.broadcast(std::as_writable_bytes(std::span<char>(message.data(), message.size())), 0);
-  throw UsageError(message);
+  message = world.broadcast_bytes(std::move(message), 0);
+  if (!message.empty()) throw UsageError(message);
 }
 
 // -q silences the automatic progress line, not one asked for by name.
@@ -127,7 +126,7 @@ void write_results(const RunConfig& config, const RunResult& result) {
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
   if (!config.csv_path.empty())
-    write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result.records, out); });
+    write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result, out); });
 }
 
 // What the lead rank saved last, for the watchdog: on a timeout or a signal
@@ -164,26 +163,6 @@ void install_last_words(Watchdog* watchdog, const RunConfig& config, LastSaved& 
   });
 }
 
-// After the run, on rank 0: the verdicts a measuring command was asked for
-// (--expect, --expect-reference, --fail-on-warn) and their exit code.
-int judge_run(const RunConfig& config, const RunResult& result) {
-  const ReportConfig& rc = config.report;
-  if (rc.expects.empty() && !rc.expect_reference && !rc.fail_on_warn) return exit_ok;
-  std::vector<Verdict> verdicts = health_verdicts(result);
-  Level level = worst(verdicts);
-  std::vector<Verdict> refs = reference_verdicts(result, builtin_expectations());
-  if (rc.expect_reference) require_reference(refs);
-  if (rc.expect_reference) level = std::max(level, worst(refs));
-  verdicts.insert(verdicts.end(), refs.begin(), refs.end());
-  for (const std::string& text : rc.expects) {
-    verdicts.push_back(evaluate_gate(parse_gate(text), result));
-    level = std::max(level, verdicts.back().level);
-  }
-  write_verdicts(verdicts, level, std::cout);
-  std::cout << std::flush;
-  return exit_code_for(level, rc.fail_on_warn);
-}
-
 // One measuring command on every rank, as named phases: start (layout, checks,
 // transport, the run's record), topology, sweep, ladder, pairs, then on rank 0
 // judge and save. Only rank 0 keeps the result; it is saved after each phase,
@@ -214,7 +193,6 @@ class RunPipeline {
     if (wants_pairs()) pairs();
     if (!lead_) return exit_ok;
     finish();
-    if (wants_sweep()) table_.summary(result_);
     return judge();
   }
 
@@ -255,6 +233,14 @@ class RunPipeline {
     if (lead_) install_last_words(watchdog_, config_, last_);
     record_run();
     if (lead_ && !config_.quiet) print_header();
+    // Through terminal_safe: the summary quotes verdict reasons and file names.
+    if (lead_ && wants_sweep())
+      printers_.add(
+          make_terminal_safe_printer(std::cout, [](std::ostream& o) { return std::make_unique<TablePrinter>(o); }));
+    if (lead_ && config_.command != Command::topo)
+      printers_.add(make_terminal_safe_printer(std::cout, [this](std::ostream& o) {
+        return std::make_unique<RunSummaryPrinter>(o, RunSummaryFiles{config_.json_path, config_.csv_path});
+      }));
   }
 
   void record_run() {
@@ -262,6 +248,7 @@ class RunPipeline {
     result_.checked = config_.check;
     RunInfo& info = result_.run;
     info.start_utc = utc_now();
+    info.label = config_.label;
     info.command_line = config_.command_line;
     info.command_line.insert(info.command_line.begin(), "fabricbench");
     info.ranks = layout_.ranks;
@@ -308,9 +295,10 @@ class RunPipeline {
     listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
       progress.update(r, done, total);
     };
+    if (lead_ && !config_.quiet) printers_.context(config_, result_.run);
     listener.on_point = [this, &progress](std::span<const SweepRecord> records) {
       progress.clear();
-      if (!config_.quiet) table_.point(records);
+      if (!config_.quiet) printers_.point(records);
       for (const SweepRecord& r : records) {
         result_.records.push_back(r);
         if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
@@ -342,7 +330,8 @@ class RunPipeline {
   }
 
   // The result is saved after every size, so an interrupted sweep's file
-  // holds the sizes that finished.
+  // holds the sizes that finished. Its table goes out as the ladder's and the
+  // matrix's do, a row per size as it completes.
   void p2p_sweep() {
     Watchdog::note_phase("p2p sweep");
     if (lead_) {
@@ -391,9 +380,19 @@ class RunPipeline {
     if (watchdog_ != nullptr) watchdog_->set_last_words({});  // complete: nothing to take back
   }
 
-  // Rank 0: the verdicts asked for, then the data check, which wins.
+  // Rank 0: the run judged as `report` judges a file (health, references,
+  // gates, cost), printed by the table's closing lines and the summary; the
+  // exit code from the verdicts asked for (--expect, --expect-reference,
+  // --fail-on-warn), then the data check, which wins.
   int judge() {
-    const int judged = judge_run(config_, result_);
+    const ReportConfig& rc = config_.report;
+    std::vector<ReportRun> runs;
+    runs.push_back(
+        {config_.json_path.empty() ? std::string("this run") : config_.json_path, result_, {}, Level::ok, {}});
+    const Report report = build_report(std::move(runs), rc, builtin_expectations());
+    printers_.finalize(report);
+    const bool asked = !rc.expects.empty() || rc.expect_reference || rc.fail_on_warn;
+    const int judged = asked ? report.exit_code : exit_ok;
     if (!data_ok(result_)) {
       std::cerr << fmt::format("fabricbench: {} wrong elements: the data check failed\n", result_.wrong_total);
       return exit_failed;
@@ -410,7 +409,7 @@ class RunPipeline {
   Layout layout_;
   std::unique_ptr<Transport> transport_;
   RunResult result_;
-  TableWriter table_{std::cout};
+  PrinterMultiplex printers_;  // rank 0: the table (sweeps) and the closing summary
 };
 
 int execute(const RunConfig& config, const Comm& world, Watchdog* watchdog = nullptr) {

@@ -141,6 +141,7 @@ struct RawOptions {
   std::string inplace{choice_name(defaults().inplace)};
   std::string json;
   std::string csv;
+  std::string label;
   bool quiet = false;
   std::string progress{choice_name(defaults().progress)};
   // NCCL transport.
@@ -279,6 +280,11 @@ void add_output_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
 }
 
+void add_label_option(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--label", o.label,
+                 "Name this run (e.g. the provider): saved in the JSON, on every CSV row and in comparisons");
+}
+
 void add_topology_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--sysfs-root", o.sysfs_root, "Read sysfs from DIR instead of /sys (fixtures, containers)")
       ->envname("FABRICBENCH_SYSFS_ROOT");
@@ -375,13 +381,14 @@ struct OptionGroup {
 
 // Adding an option: one line in its group's function above (and its field
 // in RunConfig, whose default the help then shows).
-constexpr std::array<OptionGroup, 14> option_groups{{
+constexpr std::array<OptionGroup, 15> option_groups{{
     {on_run | on_sweep | on_p2p, add_size_options},
     {on_run | on_sweep, add_collective_options},
     {measuring, add_iteration_options},
     {on_run | on_sweep | on_scale, add_rank_time_option},
     {measuring, add_transport_options},
     {measuring, add_output_options},
+    {measuring, add_label_option},
     {on_run | on_topo, add_topology_options},
     {on_run | on_scale, add_scale_options},
     {on_run | on_p2p, add_pair_options},
@@ -685,6 +692,10 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
 
   c.json_path = o.json;
   c.csv_path = o.csv;
+  for (const char ch : o.label)
+    if (static_cast<unsigned char>(ch) < 0x20 || ch == 0x7f)
+      throw UsageError("--label: must not hold control characters");
+  c.label = o.label;
   c.quiet = o.quiet;
   c.progress = parse_choice_flag<ProgressChoice>("--progress", o.progress);
   if (o.gpus < 0 || (given(cmd, "--gpus") && o.gpus < 1))

@@ -63,18 +63,19 @@ std::unique_ptr<Transport> start_nccl(const RunConfig& config, const Comm& world
   std::string mine;
   {
     const ErrorRankScope scope(world.rank());
-    mine = fmt::format("{}|{}", layout.node, describe_device(chosen.device).uuid);
+    mine = describe_device(chosen.device).uuid;
   }
-  const std::vector<std::string> all = world.allgather(mine);
+  const std::vector<std::string> uuids = world.allgather(mine);
   std::string error;
   if (!config.gpu.allow_shared) {
-    for (std::size_t r = 0; r < all.size(); ++r)
-      for (std::size_t q = r + 1; q < all.size(); ++q)
-        if (all[r] == all[q] && error.empty())
+    const std::vector<int>& node_of = layout.node_of_rank;
+    for (std::size_t r = 0; r < uuids.size(); ++r)
+      for (std::size_t q = r + 1; q < uuids.size(); ++q)
+        if (node_of.at(r) == node_of.at(q) && uuids[r] == uuids[q] && error.empty())
           error = fmt::format(
               "ranks {} and {} on {} drive the same GPU ({}): run one rank per GPU, or pass "
               "--allow-shared-gpu (a functional check only; ranks sharing a GPU measure each other)",
-              r, q, layout.hostnames.at(static_cast<std::size_t>(layout.node)), all[r].substr(all[r].find('|') + 1));
+              r, q, layout.hostnames.at(static_cast<std::size_t>(layout.node)), uuids[r]);
   }
   agree_on_error(world, error);
   NcclOptions options;

@@ -13,7 +13,7 @@
 #include "fabricbench/core/text_safety.hpp"
 #include "fabricbench/model/reader.hpp"
 #include "fabricbench/output/output.hpp"
-#include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/printer.hpp"
 
 namespace fabricbench {
 
@@ -28,16 +28,14 @@ int run_report(const RunConfig& config, std::ostream& out) {
   const Report report = build_report(std::move(runs), rc, builtin_expectations());
   // The text holds host names, reasons and messages from the files: no
   // escape sequence of theirs reaches the terminal.
-  std::ostringstream text;
+  PrinterMultiplex printers;
   if (!config.quiet)
-    write_report_text(report, text);
+    printers.add(make_terminal_safe_printer(out, make_report_text_printer));
   else
-    text << fmt::format("# Verdict: {}\n", name(report.level));
-  out << terminal_safe(text.str());
-  if (!config.csv_path.empty())
-    write_file_atomically(config.csv_path, [&report](std::ostream& o) { write_report_csv(report, o); });
-  if (!rc.html_path.empty())
-    write_file_atomically(rc.html_path, [&report](std::ostream& o) { write_report_html(report, o); });
+    out << terminal_safe(fmt::format("# Verdict: {}\n", name(report.level)));
+  if (!config.csv_path.empty()) printers.add(make_file_printer(config.csv_path, make_report_csv_printer));
+  if (!rc.html_path.empty()) printers.add(make_file_printer(rc.html_path, make_html_printer));
+  printers.finalize(report);
   return report.exit_code;
 }
 

@@ -1,7 +1,7 @@
 #include "fabricbench/comm/layout.hpp"
 
 #include <algorithm>
-#include <charconv>
+#include <array>
 #include <map>
 #include <numeric>
 #include <string>
@@ -93,19 +93,14 @@ Layout discover_layout(const Comm& world) {
   const Comm node = world.split_shared();
   const int leader = node.broadcast_value(world.rank(), 0);
   const auto hosts = world.allgather(this_hostname());
-  const auto leader_text = world.allgather(std::to_string(leader));
-  const auto local_text = world.allgather(std::to_string(node.rank()));
-  const auto number = [](const std::string& text, std::size_t r) {
-    int value = -1;
-    const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    if (ec != std::errc() || end != text.data() + text.size())
-      throw SystemError(fmt::format("layout: rank {} sent '{}', not a number", r, text.substr(0, 40)));
-    return value;
-  };
+  // Each rank's node leader and its rank within the node.
+  const std::vector<std::array<int, 2>> places = world.allgather_value(std::array<int, 2>{leader, node.rank()});
   std::vector<int> leaders;
   std::vector<int> locals;
-  for (std::size_t r = 0; r < leader_text.size(); ++r) leaders.push_back(number(leader_text[r], r));
-  for (std::size_t r = 0; r < local_text.size(); ++r) locals.push_back(number(local_text[r], r));
+  for (const auto& [their_leader, their_local] : places) {
+    leaders.push_back(their_leader);
+    locals.push_back(their_local);
+  }
   return layout_from(world.rank(), hosts, leaders, locals);
 }
 

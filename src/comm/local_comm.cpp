@@ -22,11 +22,10 @@
 
 namespace fabricbench {
 
-// Defined in comm.cpp: wraps a backend in a Comm, and reaches it back.
-Comm comm_from_backend(std::unique_ptr<GroupBackend> backend);
-GroupBackend* backend_of(const Comm& comm);
-
 namespace {
+
+using detail::CommAccess;
+using detail::GroupBackend;
 
 using Clock = std::chrono::steady_clock;
 
@@ -250,19 +249,19 @@ std::vector<Comm> make_thread_comms(int size, std::chrono::milliseconds timeout)
   auto state = std::make_shared<ThreadState>(size);
   std::vector<Comm> out;
   out.reserve(static_cast<std::size_t>(size));
-  for (int r = 0; r < size; ++r) out.push_back(comm_from_backend(std::make_unique<ThreadBackend>(state, r, timeout)));
+  for (int r = 0; r < size; ++r) out.push_back(CommAccess::wrap(std::make_unique<ThreadBackend>(state, r, timeout)));
   return out;
 }
 
 void fail_group(const Comm& member, const std::string& why) noexcept {
-  if (GroupBackend* b = backend_of(member)) b->fail(why);
+  if (detail::CommBackend* b = CommAccess::backend(member)) b->fail(why);
 }
 
 Comm make_file_comm(const std::string& directory, int rank, int size, std::chrono::milliseconds timeout) {
   if (size < 1 || rank < 0 || rank >= size)
     throw UsageError(fmt::format("rank {} of {} processes is not a valid position", rank, size));
   prepare_private_folder(directory);
-  return comm_from_backend(std::make_unique<FileBackend>(directory, "w_", rank, size, timeout));
+  return CommAccess::wrap(std::make_unique<FileBackend>(directory, "w_", rank, size, timeout));
 }
 
 std::optional<Comm> file_comm_from_environment(std::chrono::milliseconds timeout) {
@@ -275,6 +274,9 @@ std::optional<Comm> file_comm_from_environment(std::chrono::milliseconds timeout
   return make_file_comm(dir, *rank, *size, timeout);
 }
 
-bool is_local_group(const Comm& comm) { return backend_of(comm) != nullptr; }
+bool is_local_group(const Comm& comm) {
+  const detail::CommBackend* b = CommAccess::backend(comm);
+  return b != nullptr && b->launcher_free();
+}
 
 }  // namespace fabricbench

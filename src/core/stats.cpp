@@ -19,6 +19,8 @@ double percentile(std::span<const double> samples, double q) {
   return sorted[lo] + (sorted[hi] - sorted[lo]) * frac;
 }
 
+double median(std::span<const double> samples) { return percentile(samples, 0.5); }
+
 SampleStats summarize(std::span<const double> samples) {
   SampleStats s;
   if (samples.empty()) return s;
@@ -29,11 +31,24 @@ SampleStats summarize(std::span<const double> samples) {
   s.max = *hi;
   s.p50 = percentile(samples, 0.50);
   s.p99 = percentile(samples, 0.99);
-  if (samples.size() > 1 && s.mean != 0.0) {
+  if (samples.size() > 1) {
     double ss = 0;
     for (double x : samples) ss += (x - s.mean) * (x - s.mean);
-    s.cv = std::sqrt(ss / (n - 1.0)) / s.mean;
+    s.sd = std::sqrt(ss / (n - 1.0));
+    if (s.mean != 0.0) s.cv = s.sd / s.mean;
   }
+  return s;
+}
+
+Spread spread_of(std::span<const double> values) {
+  Spread s;
+  if (values.empty()) return s;
+  const SampleStats stats = summarize(values);
+  s.runs = static_cast<int>(values.size());
+  s.mean = stats.mean;
+  s.min = stats.min;
+  s.max = stats.max;
+  s.sd = stats.sd;
   return s;
 }
 

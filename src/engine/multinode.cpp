@@ -1,7 +1,6 @@
 #include "fabricbench/engine/multinode.hpp"
 
 #include <algorithm>
-#include <sstream>
 
 #include <fmt/format.h>
 
@@ -43,9 +42,10 @@ std::vector<Job> ladder_jobs(const ScaleConfig& scale, std::size_t bytes) {
   return jobs;
 }
 
-// This rank's measurement, gathered to every rank as text: only a group's
-// first rank speaks for its group.
+// This rank's measurement, gathered to every rank as its bytes: only a
+// group's first rank speaks for its group.
 struct GroupLine {
+  bool speaks = false;
   int color = -1;
   double time_us = 0;
   double busbw_gbs = 0;
@@ -53,18 +53,9 @@ struct GroupLine {
   int ranks = 0;
 };
 
-std::vector<GroupLine> gather_group_lines(const Comm& world, const std::optional<GroupLine>& mine) {
-  const std::string text = mine ? fmt::format("{} {:.17g} {:.17g} {} {}", mine->color, mine->time_us, mine->busbw_gbs,
-                                              mine->wrong, mine->ranks)
-                                : std::string();
-  std::vector<GroupLine> lines;
-  for (const std::string& t : world.allgather(text)) {
-    if (t.empty()) continue;
-    std::istringstream in(t);
-    GroupLine line;
-    in >> line.color >> line.time_us >> line.busbw_gbs >> line.wrong >> line.ranks;
-    lines.push_back(line);
-  }
+std::vector<GroupLine> gather_group_lines(const Comm& world, const GroupLine& mine) {
+  std::vector<GroupLine> lines = world.allgather_value(mine);
+  std::erase_if(lines, [](const GroupLine& line) { return !line.speaks; });
   return lines;
 }
 
@@ -128,12 +119,12 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
     const Comm group = world.split(color, world.rank());
     const std::unique_ptr<Transport> sub = transport.split(group, color, world.rank());
     for (const Job& job : jobs) {
-      std::optional<GroupLine> mine;
+      GroupLine mine;
       const Counts counts = counts_for(job.op, fabric_dtype, job.bytes, group.empty() ? 1 : group.size());
       if (sub && counts.param > 0) {
         const Measurement m = measure_fabric_op(config, *sub, group, job.op, counts);
         if (group.rank() == 0)
-          mine = GroupLine{color, m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0), group.size()};
+          mine = GroupLine{true, color, m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0), group.size()};
       }
       const std::vector<GroupLine> lines = gather_group_lines(world, mine);
       if (world.rank() != 0) continue;

@@ -11,13 +11,11 @@
 namespace fabricbench {
 namespace {
 
-double median_of(std::vector<double> values) { return percentile(values, 0.5); }
-
-double mad_of(const std::vector<double>& values, double median) {
+double mad_of(const std::vector<double>& values, double center) {
   std::vector<double> deviations;
   deviations.reserve(values.size());
-  for (const double v : values) deviations.push_back(std::fabs(v - median));
-  return median_of(deviations);
+  for (const double v : values) deviations.push_back(std::fabs(v - center));
+  return median(deviations);
 }
 
 }  // namespace
@@ -69,11 +67,11 @@ double safe_log(double v) { return std::log(std::max(v, 1e-12)); }
 RobustCenter robust_center(const std::vector<double>& values) {
   RobustCenter c;
   if (values.empty()) return c;
-  c.median = median_of(values);
+  c.median = median(values);
   std::vector<double> logs;
   logs.reserve(values.size());
   for (const double v : values) logs.push_back(safe_log(v));
-  c.log_median = median_of(logs);
+  c.log_median = median(logs);
   c.log_mad = mad_of(logs, c.log_median);
   return c;
 }

@@ -93,6 +93,7 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
 
   Timing timing = make_timing(spec.op, comm.size(), spec.counts.bytes, headline, low, high, batch.per_iteration, iters);
   timing.wrong = wrong;
+  timing.distribution_from_second_batch = !stamps_inline;
   return {timing, local};
 }
 

@@ -1,10 +1,8 @@
 #include <ostream>
 #include <string>
 
-#include <fmt/format.h>
-#include <fmt/ostream.h>
-
 #include "fabricbench/core/text_safety.hpp"
+#include "fabricbench/model/result_csv.hpp"
 #include "fabricbench/output/writers.hpp"
 
 namespace fabricbench {
@@ -15,20 +13,15 @@ std::string cell(const std::string& text) { return csv_safe_cell(text); }
 
 }  // namespace
 
-void write_csv(std::span<const SweepRecord> records, std::ostream& out) {
-  out << "op,dtype,redop,root,placement,size_bytes,count_elements,ranks,time_us,time_min_us,time_max_us,"
-         "p50_us,p99_us,cv,algbw_GBps,busbw_GBps,iterations,wrong_elements,skipped\n";
-  for (const SweepRecord& r : records) {
-    out << fmt::format("{},{},{},{},{},{},{},{},", name(r.op), name(r.dtype), r.redop ? name(*r.redop) : "",
-                       r.root ? std::to_string(*r.root) : "", name(r.placement), r.bytes, r.count, r.ranks);
-    if (r.timing) {
-      const Timing& t = *r.timing;
-      out << fmt::format("{},{},{},{},{},{},{},{},{},{},", t.time_us, t.time_min_us, t.time_max_us, t.p50_us, t.p99_us,
-                         t.cv, t.algbw_gbs, t.busbw_gbs, t.iterations, t.wrong ? std::to_string(*t.wrong) : "");
-      out << '\n';
-    } else {
-      out << ",,,,,,,,,," << cell(r.skipped) << '\n';
-    }
+void write_csv(const RunResult& result, std::ostream& out) {
+  const std::vector<std::string> columns = record_csv_columns();
+  for (std::size_t i = 0; i < columns.size(); ++i) out << (i ? "," : "") << columns[i];
+  out << '\n';
+  for (const SweepRecord& r : result.records) {
+    const std::vector<CsvCell> row = record_csv_row(result.run, r);
+    for (std::size_t i = 0; i < row.size(); ++i)
+      out << (i ? "," : "") << (row[i].is_text ? cell(row[i].text) : row[i].text);
+    out << '\n';
   }
 }
 

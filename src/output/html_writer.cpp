@@ -77,226 +77,290 @@ th{background:#f2f2f2}td.l,th.l{text-align:left}.verdict{border:2px solid;border
 .verdict.fail{border-color:#c23b3b;background:#fbeeee}.verdict.info{border-color:#888;background:#f6f6f6}
 .badge{display:inline-block;min-width:42px;text-align:center;border-radius:4px;padding:1px 6px;font-weight:bold;color:#fff}
 .badge.ok{background:#2e9a48}.badge.warn{background:#c68d00}.badge.fail{background:#c23b3b}.badge.info{background:#888}
-.src{color:#555;font-size:12px}figure{margin:10px 0}figcaption{font-size:12px;color:#555}svg text{font-family:inherit}
+.src{color:#555;font-size:12px}figure{margin:14px 0;max-width:100%}figcaption{font-size:12px;color:#555;overflow-wrap:anywhere}
+svg{display:block;max-width:100%;height:auto}svg text{font-family:inherit}
+.chart-title{font-size:14px;font-weight:bold;margin:0 0 4px}
+.legend{list-style:none;padding:0;margin:4px 0;font-size:12px;overflow-wrap:anywhere}
+.legend li{display:inline-block;margin-right:16px}
+.swatch{display:inline-block;width:18px;height:0;border-top:3px solid;vertical-align:middle;margin-right:6px}
+.swatch.in_place{border-top-style:dashed}.swatch.bar{height:10px;border-top:0}
+.table-wrap{overflow-x:auto;max-width:100%}
+figure.heatmap{display:inline-block;vertical-align:top;margin-right:28px}
 tr.differs td{background:#fff3d6}.muted{color:#777})";
 
 // A byte count held as a double (2^64 is not a size_t), for a label.
 std::string size_label(double bytes) {
   if (!(bytes >= 0)) return "?";
   if (bytes >= 18446744073709551615.0) return format_size(std::numeric_limits<std::size_t>::max());
-  return format_size(static_cast<std::size_t>(bytes));
+  // Rounded below 2^63, where llround is defined: a size from log2 and back
+  // may come out a hair under the power of two it is.
+  return format_size(bytes < 9.2e18 ? static_cast<std::size_t>(std::llround(bytes)) : static_cast<std::size_t>(bytes));
 }
 
-// A line chart of busbw against message size, log2 x axis.
-void busbw_chart(const Report& report, Op op, std::ostream& out) {
-  struct Series {
-    std::string label;
-    std::vector<std::pair<double, double>> points;  // bytes, busbw
-  };
-  std::vector<Series> series;
-  for (std::size_t g = 0; g < report.groups.size(); ++g) {
-    std::map<std::size_t, std::vector<double>> by_size;
-    bool has_oop = false;
-    for (const std::size_t i : report.groups[g].runs)
-      for (const SweepRecord& r : report.runs[i].result.records)
-        has_oop = has_oop || (r.op == op && r.timing && r.placement == Placement::out_of_place);
-    for (const std::size_t i : report.groups[g].runs)
-      for (const SweepRecord& r : report.runs[i].result.records)
-        if (r.op == op && r.timing && r.bytes > 0 && (r.placement == Placement::out_of_place || !has_oop))
-          by_size[r.bytes].push_back(r.timing->busbw_gbs);
-    Series s;
-    s.label =
-        report.groups.size() > 1 ? report.groups[g].label + ": " + report.groups[g].cluster : report.groups[g].cluster;
-    for (const auto& [bytes, values] : by_size)
-      s.points.emplace_back(static_cast<double>(bytes), spread_of(values).mean);
-    if (!s.points.empty()) series.push_back(std::move(s));
-  }
-  if (series.empty()) return;
-  double xmin = 1e300, xmax = 0, ymax = 0;
-  for (const Series& s : series)
-    for (const auto& [x, y] : s.points) {
-      xmin = std::min(xmin, x);
-      xmax = std::max(xmax, x);
-      ymax = std::max(ymax, y);
+// Round tick values for an axis from 0 to at least `top`: steps of 1, 2 or 5
+// times a power of ten, about five of them.
+std::vector<double> nice_ticks(double top) {
+  if (!(top > 0)) top = 1;
+  const double raw = top / 5;
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag;
+  for (const double m : {1.0, 2.0, 5.0, 10.0})
+    if (m * mag >= raw) {
+      step = m * mag;
+      break;
     }
-  if (ymax <= 0) ymax = 1;
-  xmin = std::max(xmin, 1.0);  // a 0-byte record would put the axis at log2(0)
-  xmax = std::max(xmax, xmin);
-  const double lx0 = std::floor(std::log2(xmin)), lx1 = std::max(lx0 + 1, std::ceil(std::log2(xmax)));
-  const int W = 640, H = 300, L = 60, R = 20, T = 20, B = 50;
-  const auto px = [&](double x) { return L + (std::log2(x) - lx0) / (lx1 - lx0) * (W - L - R); };
-  const auto py = [&](double y) { return H - B - y / (ymax * 1.1) * (H - T - B); };
+  std::vector<double> ticks;
+  for (int k = 0;; ++k) {
+    ticks.push_back(step * k);
+    if (step * k >= top) break;
+  }
+  return ticks;
+}
+
+std::string tick_text(double v) { return fmt::format("{:g}", v); }
+
+// A y axis with round ticks and grid lines; returns the axis top.
+double y_axis(double ymax, int left, int right, int top, int bottom, std::ostream& out) {
+  const std::vector<double> ticks = nice_ticks(ymax);
+  const double ytop = ticks.back();
+  for (const double t : ticks) {
+    const double y = bottom - t / ytop * (bottom - top);
+    out << fmt::format(
+        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e4e4e4\"/>"
+        "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"10\" text-anchor=\"end\">{5}</text>\n",
+        left, y, right, left - 4, y + 3, tick_text(t));
+  }
+  return ytop;
+}
+
+void axis_titles(const std::string& x_title, const std::string& y_title, int left, int right, int top, int bottom,
+                 int height, std::ostream& out) {
+  out << fmt::format("<text class=\"axis-title\" x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n",
+                     (left + right) / 2, height - 6, esc(x_title));
   out << fmt::format(
-      "<figure class=\"chart busbw-chart\" id=\"busbw-{}\"><svg xmlns=\"http://www.w3.org/2000/svg\" "
-      "width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"{} busbw against "
-      "message size\">\n",
-      name(op), W, H + 18 * static_cast<int>(series.size()), W, H + 18 * static_cast<int>(series.size()), name(op));
+      "<text class=\"axis-title\" x=\"12\" y=\"{0}\" font-size=\"11\" text-anchor=\"middle\" "
+      "transform=\"rotate(-90 12 {0})\">{1}</text>\n",
+      (top + bottom) / 2, esc(y_title));
+}
+
+// A line chart of busbw against message size, log2 x axis; both placements
+// (in-place dashed), error bars from the lowest to the highest run.
+void busbw_chart(const Report& report, const BusbwChart& chart, std::ostream& out) {
+  double xmin = 1e300, xmax = 0, ymax = 0;
+  bool spread = false;
+  for (const ChartSeries& s : chart.series)
+    for (const ChartPoint& p : s.points) {
+      xmin = std::min(xmin, static_cast<double>(p.bytes));
+      xmax = std::max(xmax, static_cast<double>(p.bytes));
+      ymax = std::max(ymax, p.busbw.max);
+      spread = spread || p.busbw.runs > 1;
+    }
+  if (chart.series.empty()) return;
+  const double lx0 = std::log2(xmin), lx1 = std::max(lx0 + 1, std::log2(xmax));
+  const int W = 720, H = 320, L = 62, R = 44, T = 14, B = 46;
+  const auto px = [&](double x) { return L + (std::log2(x) - lx0) / (lx1 - lx0) * (W - L - R); };
+  out << fmt::format(
+      "<figure class=\"chart busbw-chart\" id=\"busbw-{0}\"><div class=\"chart-title\">{0}: bus bandwidth against "
+      "message size</div>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{1}\" height=\"{2}\" viewBox=\"0 0 {1} "
+      "{2}\" role=\"img\" aria-label=\"{0} busbw against message size\">\n",
+      name(chart.op), W, H);
   out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
                      W - L - R, H - T - B);
-  const int step = static_cast<int>(std::ceil((lx1 - lx0) / 10));
-  for (double e = lx0; e <= lx1; e += step) {
-    const double x = px(std::exp2(e));
+  const double ytop = y_axis(ymax * 1.05, L, W - R, T, H - B, out);
+  const auto py = [&](double y) { return H - B - y / ytop * (H - T - B); };
+  // Size ticks at powers of two, at most about eight; the last size always
+  // labelled (a tick too close before it gives way).
+  const int span = static_cast<int>(std::ceil(lx1 - lx0));
+  const int step = std::max(1, (span + 7) / 8);
+  std::vector<double> ticks;
+  for (double e = std::ceil(lx0); e <= lx1 + 1e-9; e += step) ticks.push_back(e);
+  while (!ticks.empty() && lx1 - ticks.back() < 0.6 * step && std::fabs(ticks.back() - lx1) > 1e-9) ticks.pop_back();
+  if (ticks.empty() || std::fabs(ticks.back() - lx1) > 1e-9) ticks.push_back(lx1);
+  for (const double e : ticks) {
+    const double x = L + (e - lx0) / (lx1 - lx0) * (W - L - R);
     out << fmt::format(
         "<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e4e4e4\"/>"
         "<text x=\"{0:.1f}\" y=\"{3}\" font-size=\"10\" text-anchor=\"middle\">{4}</text>\n",
         x, T, H - B, H - B + 14, esc(size_label(std::exp2(e))));
   }
-  for (int k = 0; k <= 4; ++k) {
-    const double y = ymax * 1.1 * k / 4;
-    out << fmt::format(
-        "<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e4e4e4\"/>"
-        "<text x=\"{3}\" y=\"{4:.1f}\" font-size=\"10\" text-anchor=\"end\">{5}</text>\n",
-        L, py(y), W - R, L - 4, py(y) + 3, num(y));
-  }
-  out << fmt::format(
-      "<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">message size (log scale)</text>\n",
-      (L + W - R) / 2, H - B + 30);
-  out << fmt::format(
-      "<text x=\"14\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\" transform=\"rotate(-90 14 {})\">"
-      "busbw (GB/s)</text>\n",
-      (T + H - B) / 2, (T + H - B) / 2);
-  for (std::size_t s = 0; s < series.size(); ++s) {
+  axis_titles("message size (log scale)", "busbw (GB/s)", L, W - R, T, H - B, H, out);
+  for (const ChartSeries& s : chart.series) {
+    const char* color = palette(s.group);
+    const char* dash = s.placement == Placement::in_place ? " stroke-dasharray=\"6 4\"" : "";
     std::string pts;
-    for (const auto& [x, y] : series[s].points) pts += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
-    out << fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n",
-                       palette(s), pts);
-    for (const auto& [x, y] : series[s].points)
+    for (const ChartPoint& p : s.points)
+      pts += fmt::format("{:.1f},{:.1f} ", px(static_cast<double>(p.bytes)), py(p.busbw.mean));
+    out << fmt::format("<polyline class=\"series\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} points=\"{}\"/>\n",
+                       color, dash, pts);
+    for (const ChartPoint& p : s.points) {
+      const double x = px(static_cast<double>(p.bytes));
+      if (p.busbw.runs > 1)
+        out << fmt::format(
+            "<path class=\"error-bar\" d=\"M{0:.1f},{1:.1f}V{2:.1f}M{3:.1f},{1:.1f}H{4:.1f}M{3:.1f},{2:.1f}H{4:.1f}\" "
+            "stroke=\"{5}\" fill=\"none\"/>\n",
+            x, py(p.busbw.min), py(p.busbw.max), x - 3, x + 3, color);
       out << fmt::format(
-          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{}: {} GB/s</title></circle>\n", px(x), py(y),
-          palette(s), esc(size_label(x)), num(y));
-    const int ly = H + 4 + 18 * static_cast<int>(s);
-    out << fmt::format(
-        "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
-        "font-size=\"11\">{}</text>\n",
-        L, ly, palette(s), L + 18, ly + 10, esc(series[s].label));
+          "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3\" fill=\"{}\"><title>{} {}: {} GB/s{}</title></circle>\n", x,
+          py(p.busbw.mean), color, esc(format_size(p.bytes)), name(s.placement), num(p.busbw.mean),
+          p.busbw.runs > 1 ? fmt::format(" (mean of {} runs, {}–{})", p.busbw.runs, num(p.busbw.min), num(p.busbw.max))
+                           : "");
+    }
   }
-  out << fmt::format("</svg><figcaption>{}: bus bandwidth against message size{}</figcaption></figure>\n", name(op),
-                     report.runs.size() > 1 ? " (mean over each group's runs)" : "");
+  out << "</svg>\n<ul class=\"legend\">\n";
+  for (const ChartSeries& s : chart.series)
+    out << fmt::format("<li><span class=\"swatch {}\" style=\"border-color:{}\"></span>{}, {}</li>\n",
+                       name(s.placement), palette(s.group), esc(s.label), name(s.placement));
+  out << "</ul>\n";
+  out << fmt::format(
+      "<figcaption>{}: busbw per message size; solid out-of-place, dashed in-place{}</figcaption></figure>\n",
+      name(chart.op),
+      spread ? "; a point is the mean over the group's runs, its bar spans the lowest to the highest run"
+      : report.runs.size() > 1 ? "; one run per group"
+                               : "");
 }
 
 // Bars of median busbw per ladder level, one colour per op.
-void ladder_chart(const ReportRun& run, std::size_t index, std::ostream& out) {
-  const ScaleResult& s = *run.result.scaling;
-  std::vector<std::string> levels;
-  std::vector<Op> ops;
+void ladder_chart(const Report& report, const LadderChart& chart, std::ostream& out) {
+  if (chart.levels.empty()) return;
+  const ReportRun& run = report.runs[chart.run];
   double ymax = 0;
-  for (const LevelResult& l : s.levels) {
-    const std::string label = l.kind == LevelKind::rail ? "rail" : fmt::format("{} nodes", l.nodes_per_group);
-    if (std::find(levels.begin(), levels.end(), label) == levels.end()) levels.push_back(label);
-    if (std::find(ops.begin(), ops.end(), l.op) == ops.end()) ops.push_back(l.op);
-    ymax = std::max(ymax, l.busbw_median_gbs);
-  }
-  if (levels.empty()) return;
-  if (ymax <= 0) ymax = 1;
-  const int W = 640, H = 260, L = 60, R = 20, T = 20, B = 40;
-  const double slot = static_cast<double>(W - L - R) / static_cast<double>(levels.size());
-  const double bar = slot * 0.8 / static_cast<double>(ops.size());
-  const int height = H + 18 * static_cast<int>(ops.size());
+  for (const LadderBar& b : chart.bars) ymax = std::max(ymax, b.busbw_median_gbs);
+  const int W = 720, L = 62, R = 20, T = 14;
+  const double slot = static_cast<double>(W - L - R) / static_cast<double>(chart.levels.size());
+  const double bar = slot * 0.8 / static_cast<double>(chart.ops.size());
+  // A label wider than its slot is set on a slant so neighbours never overlap.
+  std::size_t longest = 0;
+  for (const std::string& l : chart.levels) longest = std::max(longest, l.size());
+  const bool slant = static_cast<double>(longest) * 6.2 > slot - 4;
+  const int B = slant ? 40 + static_cast<int>(static_cast<double>(longest) * 2.7) : 44;
+  const int H = 236 + B;
   out << fmt::format(
-      "<figure class=\"chart ladder-chart\" id=\"ladder-{}\"><svg xmlns=\"http://www.w3.org/2000/svg\" "
-      "width=\"{}\" height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"scaling ladder\">\n",
-      index, W, height, W, height);
+      "<figure class=\"chart ladder-chart\" id=\"ladder-{0}\"><div class=\"chart-title\">Scaling ladder at {1}: median "
+      "busbw per level</div>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{2}\" height=\"{3}\" viewBox=\"0 0 {2} "
+      "{3}\" role=\"img\" aria-label=\"scaling ladder\">\n",
+      chart.run, esc(format_size(chart.bytes)), W, H);
   out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
                      W - L - R, H - T - B);
-  const auto py = [&](double y) { return H - B - y / (ymax * 1.15) * (H - T - B); };
-  for (int k = 0; k <= 4; ++k) {
-    const double y = ymax * 1.15 * k / 4;
-    out << fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n", L - 4, py(y) + 3,
-                       num(y));
+  const double ytop = y_axis(ymax * 1.12, L, W - R, T, H - B, out);
+  const auto py = [&](double y) { return H - B - y / ytop * (H - T - B); };
+  for (std::size_t i = 0; i < chart.levels.size(); ++i) {
+    const double x = L + slot * (static_cast<double>(i) + 0.5);
+    if (slant)
+      out << fmt::format(
+          "<text x=\"{0:.1f}\" y=\"{1}\" font-size=\"10\" text-anchor=\"end\" transform=\"rotate(-25 {0:.1f} {1})\">"
+          "{2}</text>\n",
+          x, H - B + 14, esc(chart.levels[i]));
+    else
+      out << fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n", x,
+                         H - B + 16, esc(chart.levels[i]));
   }
-  for (std::size_t i = 0; i < levels.size(); ++i)
-    out << fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n",
-                       L + slot * (static_cast<double>(i) + 0.5), H - B + 16, esc(levels[i]));
-  for (const LevelResult& l : s.levels) {
-    const std::string label = l.kind == LevelKind::rail ? "rail" : fmt::format("{} nodes", l.nodes_per_group);
-    const auto li = static_cast<double>(std::find(levels.begin(), levels.end(), label) - levels.begin());
-    const auto oi = static_cast<std::size_t>(std::find(ops.begin(), ops.end(), l.op) - ops.begin());
-    const double x = L + slot * li + slot * 0.1 + bar * static_cast<double>(oi);
-    const double y = py(l.busbw_median_gbs);
+  axis_titles("ladder level (nodes per group; rail: one rank per node)", "median busbw (GB/s)", L, W - R, T, H - B, H,
+              out);
+  for (const LadderBar& b : chart.bars) {
+    const auto oi = static_cast<std::size_t>(std::find(chart.ops.begin(), chart.ops.end(), b.op) - chart.ops.begin());
+    const double x = L + slot * static_cast<double>(b.level) + slot * 0.1 + bar * static_cast<double>(oi);
+    const double y = py(b.busbw_median_gbs);
     out << fmt::format(
         "<rect class=\"bar\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\">"
         "<title>{} {}: {} GB/s</title></rect>\n",
-        x, y, bar * 0.95, H - B - y, palette(oi), name(l.op), esc(label), num(l.busbw_median_gbs));
-    if (l.efficiency)
+        x, y, bar * 0.95, H - B - y, palette(oi), name(b.op), esc(chart.levels[b.level]), num(b.busbw_median_gbs));
+    if (b.efficiency)
       out << fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-size=\"10\" text-anchor=\"middle\">{:.0f}%</text>\n",
-                         x + bar * 0.475, y - 3, *l.efficiency * 100);
+                         x + bar * 0.475, y - 3, *b.efficiency * 100);
   }
-  for (std::size_t o = 0; o < ops.size(); ++o) {
-    const int ly = H + 4 + 18 * static_cast<int>(o);
-    out << fmt::format(
-        "<rect x=\"{}\" y=\"{}\" width=\"12\" height=\"12\" fill=\"{}\"/><text x=\"{}\" y=\"{}\" "
-        "font-size=\"11\">{} (median busbw, GB/s; % = efficiency vs 1 node)</text>\n",
-        L, ly, palette(o), L + 18, ly + 10, name(ops[o]));
-  }
-  out << fmt::format("</svg><figcaption>{}: scaling ladder at {}</figcaption></figure>\n", esc(run.path),
-                     esc(format_size(s.bytes)));
+  out << "</svg>\n<ul class=\"legend\">\n";
+  for (std::size_t o = 0; o < chart.ops.size(); ++o)
+    out << fmt::format("<li><span class=\"swatch bar\" style=\"background:{}\"></span>{}</li>\n", palette(o),
+                       name(chart.ops[o]));
+  out << "</ul>\n";
+  out << fmt::format(
+      "<figcaption>{}: median busbw over each level's groups (GB/s); % above a bar: efficiency against 1 "
+      "node</figcaption></figure>\n",
+      esc(run.path));
 }
 
-// A heat-map of a pair matrix: colour by bandwidth relative to the median,
-// findings outlined and marked.
-void heatmap(const PairMatrix& m, const std::vector<std::string>& labels, const std::vector<Finding>& findings,
-             const std::string& id, const std::string& caption, std::ostream& out) {
-  std::vector<double> values;
-  for (int i = 0; i < m.size; ++i)
-    for (int j = 0; j < m.size; ++j)
-      if (i != j && m.bw(i, j)) values.push_back(*m.bw(i, j));
-  if (values.empty()) return;
-  std::sort(values.begin(), values.end());
-  const double median = values[values.size() / 2];
-  std::set<int> slow_nodes;
-  std::set<std::pair<int, int>> slow_links;
-  for (const Finding& f : findings) {
-    if (f.kind == FindingKind::slow_node && !f.nodes.empty()) slow_nodes.insert(f.nodes[0]);
-    if (f.kind == FindingKind::slow_link && f.nodes.size() == 2) {
-      slow_links.insert({f.nodes[0], f.nodes[1]});
-      slow_links.insert({f.nodes[1], f.nodes[0]});
-    }
-  }
-  const int cell = std::max(18, std::min(56, 480 / std::max(1, m.size)));
-  const int L = 110, T = 24;
-  const int W = L + cell * m.size + 20, H = T + cell * m.size + 40;
+// Red (bad) through yellow to green (at the median or better).
+std::string heat_colour(double rel) {
+  rel = std::clamp(rel, 0.0, 1.0);
+  const int red = rel < 0.5 ? 220 : static_cast<int>(220 - (rel - 0.5) * 2 * 174);
+  const int green = rel < 0.5 ? static_cast<int>(60 + rel * 2 * 120) : static_cast<int>(180 - (1 - rel) * 40);
+  return fmt::format("rgb({},{},80)", red, green);
+}
+
+// A heat-map of a pair matrix: host names on both axes, colour by the value
+// against the median (core::median), findings outlined and marked, and a
+// colour scale below.
+void heatmap(const MatrixChart& m, std::ostream& out) {
+  const auto rel = [&m](double v) {
+    if (m.median <= 0 || v <= 0) return 1.0;
+    return m.higher_is_better ? v / m.median : m.median / v;
+  };
+  std::size_t longest = 1;
+  for (const std::string& l : m.labels) longest = std::max(longest, l.size());
+  const int label_px = static_cast<int>(std::min<std::size_t>(longest, 28) * 7) + 10;
+  const int cell = std::max(22, std::min(56, 480 / std::max(1, m.size)));
+  const int L = label_px + 8, T = static_cast<int>(label_px * 0.72) + 14;
+  const int grid = cell * m.size;
+  const int W = std::max(L + grid + 24, 420), H = T + grid + 78;
   out << fmt::format(
-      "<figure class=\"chart heatmap\" id=\"{}\"><svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" "
-      "height=\"{}\" viewBox=\"0 0 {} {}\" role=\"img\" aria-label=\"pair bandwidth heat-map\">\n",
-      esc(id), W, H, W, H);
+      "<figure class=\"chart heatmap\" id=\"{0}\"><div class=\"chart-title\">{1}</div>\n<svg "
+      "xmlns=\"http://www.w3.org/2000/svg\" width=\"{2}\" height=\"{3}\" viewBox=\"0 0 {2} {3}\" role=\"img\" "
+      "aria-label=\"{1}\">\n",
+      esc(m.id), esc(m.title), W, H);
+  const auto short_label = [](const std::string& l) { return l.size() > 28 ? l.substr(0, 27) + "…" : l; };
   for (int i = 0; i < m.size; ++i) {
-    const std::string& label = labels[static_cast<std::size_t>(i)];
-    const bool slow = slow_nodes.contains(i);
-    out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"11\" text-anchor=\"end\"{}>{}{}</text>\n", L - 6,
-                       T + cell * i + cell / 2 + 4, slow ? " fill=\"#c23b3b\" font-weight=\"bold\"" : "", esc(label),
-                       slow ? " !" : "");
-    out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n",
-                       L + cell * i + cell / 2, T - 6, i);
+    const std::string& label = m.labels[static_cast<std::size_t>(i)];
+    const double cy = T + cell * i + cell / 2.0 + 4;
+    const double cx = L + cell * i + cell / 2.0;
+    out << fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"11\" text-anchor=\"end\">{}</text>\n", L - 6, cy,
+                       esc(short_label(label)));
+    out << fmt::format(
+        "<text x=\"{0:.1f}\" y=\"{1}\" font-size=\"11\" text-anchor=\"start\" transform=\"rotate(-45 {0:.1f} "
+        "{1})\">{2}</text>\n",
+        cx, T - 6, esc(short_label(label)));
   }
   // One grey background for the cells without a figure, so the page grows
   // with the links the file holds, not with the square of its host list.
-  out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#eee\"/>\n", L, T, cell * m.size,
-                     cell * m.size);
-  for (int i = 0; i < m.size; ++i)
-    for (int j = 0; j < m.size; ++j) {
-      const int x = L + cell * j, y = T + cell * i;
-      if (i == j || !m.bw(i, j)) continue;
-      const double v = *m.bw(i, j);
-      const double rel = std::clamp(median > 0 ? v / median : 1.0, 0.0, 1.0);
-      // Red (slow) to green (at the median or above), through yellow.
-      const int red = rel < 0.5 ? 220 : static_cast<int>(220 - (rel - 0.5) * 2 * 174);
-      const int green = rel < 0.5 ? static_cast<int>(60 + rel * 2 * 120) : static_cast<int>(180 - (1 - rel) * 40);
-      const bool flagged = slow_links.contains({i, j}) || slow_nodes.contains(i) || slow_nodes.contains(j);
-      out << fmt::format(
-          "<rect class=\"cell{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"rgb({},{},80)\" "
-          "stroke=\"{}\" stroke-width=\"{}\"><title>{} → {}: {} GB/s{}</title></rect>\n",
-          flagged ? " finding" : "", x, y, cell, cell, red, green, flagged ? "#000" : "#fff", flagged ? 3 : 1,
-          esc(labels[static_cast<std::size_t>(i)]), esc(labels[static_cast<std::size_t>(j)]), num(v),
-          flagged ? " (finding)" : "");
-      if (cell >= 30)
-        out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{}{}</text>\n", x + cell / 2,
-                           y + cell / 2 + 3, num(v), flagged ? "!" : "");
-    }
-  out << fmt::format(
-      "<text x=\"{}\" y=\"{}\" font-size=\"11\">row sends to column; colour: bandwidth relative to the "
-      "median {} GB/s; outlined: findings</text>\n",
-      10, H - 10, num(median));
-  out << "</svg><figcaption>" << esc(caption) << "</figcaption></figure>\n";
+  out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#eee\"/>\n", L, T, grid, grid);
+  for (const MatrixCell& c : m.cells) {
+    const int x = L + cell * c.to, y = T + cell * c.from;
+    out << fmt::format(
+        "<rect class=\"cell{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
+        "stroke-width=\"{}\"><title>{} → {}: {} {}{}</title></rect>\n",
+        c.flagged ? " finding" : "", x, y, cell, cell, heat_colour(rel(c.value)), c.flagged ? "#000" : "#fff",
+        c.flagged ? 3 : 1, esc(m.labels[static_cast<std::size_t>(c.from)]),
+        esc(m.labels[static_cast<std::size_t>(c.to)]), num(c.value), m.unit, c.flagged ? " (finding)" : "");
+    if (cell >= 30)
+      out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{}{}</text>\n", x + cell / 2,
+                         y + cell / 2 + 3, num(c.value), c.flagged ? "!" : "");
+  }
+  // The colour scale: from the worst value to the median and better.
+  const int sx = L, sy = T + grid + 16, sw = std::min(240, W - L - 24);
+  // Discrete steps rather than a gradient: the page references nothing, not
+  // even an id through url().
+  constexpr int steps = 24;
+  for (int k = 0; k < steps; ++k)
+    out << fmt::format(
+        "<rect class=\"colour-scale\" x=\"{:.1f}\" y=\"{}\" width=\"{:.1f}\" height=\"10\" fill=\"{}\"/>",
+        sx + sw * k / static_cast<double>(steps), sy, sw / static_cast<double>(steps) + 0.5,
+        heat_colour((k + 0.5) / steps));
+  out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"10\" fill=\"none\" stroke=\"#999\"/>\n", sx, sy,
+                     sw);
+  // The scale is relative to the median: its middle is half the median's
+  // bandwidth (twice its latency), its right end the median or better.
+  const std::string left = m.higher_is_better ? "0" : "slower";
+  const std::string middle = m.higher_is_better ? fmt::format("{} {}", num(m.median / 2), m.unit)
+                                                : fmt::format("{} {}", num(m.median * 2), m.unit);
+  const std::string right =
+      fmt::format("median {} {} {}", num(m.median), m.unit, m.higher_is_better ? "or more" : "or less");
+  out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"start\">{}</text>\n", sx, sy + 24, left);
+  out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n", sx + sw / 2, sy - 3,
+                     esc(middle));
+  out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"end\">{}</text>\n", sx + sw, sy + 24,
+                     esc(right));
+  out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\">row sends to column{}</text>\n", sx, sy + 42,
+                     m.higher_is_better ? "; outlined: findings" : "");
+  out << "</svg><figcaption>" << esc(m.caption) << "</figcaption></figure>\n";
 }
 
 void verdict_list(const std::vector<Verdict>& verdicts, std::ostream& out) {
@@ -306,7 +370,7 @@ void verdict_list(const std::vector<Verdict>& verdicts, std::ostream& out) {
     out << fmt::format(
         "<tr><td><span class=\"badge {}\">{}</span></td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td class=\"l\">{}",
-        level_class(v.level), name(v.level), esc(v.kind), esc(v.subject), esc(v.reason));
+        level_class(v.level), name(v.level), esc(name(v.kind)), esc(v.subject), esc(v.reason));
     if (!v.source.empty()) out << "<div class=\"src\">source: " << esc(v.source) << "</div>";
     out << "</td></tr>\n";
   }
@@ -318,7 +382,8 @@ std::string opt_gbs(const std::optional<double>& v) { return v ? fmt::format("{:
 void topology_section(const ReportRun& run, std::size_t index, std::ostream& out) {
   const ClusterTopology& t = *run.result.topology;
   out << fmt::format(
-      "<h3>{}</h3>\n<table class=\"topology\" id=\"topology-{}\"><tr><th class=\"l\">host</th>"
+      "<h3>{}</h3>\n<div class=\"table-wrap\"><table class=\"topology\" id=\"topology-{}\"><tr><th "
+      "class=\"l\">host</th>"
       "<th>GPUs</th><th class=\"l\">GPU model</th><th class=\"l\">PCIe</th><th>H2D GB/s</th>"
       "<th>D2H GB/s</th><th class=\"l\">NICs</th><th class=\"l\">GPUDirect RDMA</th></tr>\n",
       esc(run.path), index);
@@ -344,18 +409,18 @@ void topology_section(const ReportRun& run, std::size_t index, std::ostream& out
       for (const NicPort& p : nic.ports)
         if (p.rate_gbps) rate = fmt::format(" {:.0f}G {}", *p.rate_gbps, p.state.value_or(""));
       if (!rate.empty() || nic.speed_gbps)
-        nics += fmt::format("{}{} ({}{})", nics.empty() ? "" : ", ", nic.name, nic.kind,
+        nics += fmt::format("{}{} ({}{})", nics.empty() ? "" : ", ", nic.name, name(nic.kind),
                             rate.empty() ? fmt::format(" {:.0f}G", *nic.speed_gbps) : rate);
       else
-        nics += fmt::format("{}{} ({})", nics.empty() ? "" : ", ", nic.name, nic.kind);
+        nics += fmt::format("{}{} ({})", nics.empty() ? "" : ", ", nic.name, name(nic.kind));
     }
     out << fmt::format(
         "<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{}</td>"
         "<td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td></tr>\n",
         esc(n.host.hostname), n.gpus.size(), esc(model), esc(pcie), h2d, d2h, esc(nics.empty() ? "-" : nics),
-        esc(n.gpudirect.status));
+        esc(name(n.gpudirect.status)));
   }
-  out << "</table>\n";
+  out << "</table></div>\n";
   if (t.anomalies.empty()) {
     out << "<p class=\"anomalies muted\">No anomalies: the nodes agree.</p>\n";
   } else {
@@ -398,20 +463,16 @@ void write_report_html(const Report& report, std::ostream& out) {
     }
   out << "</table>\n</section>\n";
 
-  std::vector<Op> ops;
-  for (const ReportRun& run : report.runs)
-    for (const SweepRecord& r : run.result.records)
-      if (r.timing && std::find(ops.begin(), ops.end(), r.op) == ops.end()) ops.push_back(r.op);
-  std::sort(ops.begin(), ops.end());
-  if (!ops.empty()) {
+  if (!report.busbw_charts.empty()) {
     out << "<section id=\"busbw\">\n<h2>Bus bandwidth against message size</h2>\n";
-    for (const Op op : ops) busbw_chart(report, op, out);
+    for (const BusbwChart& chart : report.busbw_charts) busbw_chart(report, chart, out);
     out << "</section>\n";
   }
 
   if (report.runs.size() > 1 && !report.compare.empty()) {
     out << "<section id=\"comparison\">\n<h2>Comparison</h2>\n<p>busbw in GB/s, mean ± standard deviation over each "
-           "group's runs (min–max in the tooltip); ratio to A.</p>\n<table><tr><th class=\"l\">op</th><th>dtype</th>"
+           "group's runs (min–max in the tooltip); ratio to A.</p>\n<div class=\"table-wrap\"><table><tr><th "
+           "class=\"l\">op</th><th>dtype</th>"
            "<th>placement</th><th>size</th>";
     for (const ReportGroup& g : report.groups) out << "<th>" << esc(g.label) << "</th>";
     for (std::size_t g = 1; g < report.groups.size(); ++g) out << "<th>" << esc(report.groups[g].label) << "/A</th>";
@@ -434,7 +495,7 @@ void write_report_html(const Report& report, std::ostream& out) {
       }
       out << "</tr>\n";
     }
-    out << "</table>\n";
+    out << "</table></div>\n";
     if (!report.topology.empty()) {
       out << "<h3>Topology differences</h3>\n<table><tr><th class=\"l\">what</th>";
       for (const ReportGroup& g : report.groups) out << "<th>" << esc(g.label) << "</th>";
@@ -458,9 +519,7 @@ void write_report_html(const Report& report, std::ostream& out) {
   }
   if (any_ladder) {
     out << "<section id=\"ladder\">\n<h2>Scaling ladder</h2>\n";
-    for (std::size_t i = 0; i < report.runs.size(); ++i)
-      if (report.runs[i].result.scaling && !report.runs[i].result.scaling->levels.empty())
-        ladder_chart(report.runs[i], i, out);
+    for (const LadderChart& chart : report.ladder_charts) ladder_chart(report, chart, out);
     out << "</section>\n";
   }
   if (any_pairs) {
@@ -468,22 +527,14 @@ void write_report_html(const Report& report, std::ostream& out) {
     for (std::size_t i = 0; i < report.runs.size(); ++i) {
       const ReportRun& run = report.runs[i];
       if (!run.result.pairs) continue;
-      const PairsResult& p = *run.result.pairs;
-      if (p.nodes.size > 1)
-        heatmap(p.nodes, p.hosts, run.result.findings, fmt::format("pairs-{}", i),
-                fmt::format("{}: node-to-node send/recv bandwidth at {}", run.path, format_size(p.bytes)), out);
-      std::vector<std::string> locals;
-      for (int l = 0; l < p.ranks_per_node; ++l) locals.push_back(fmt::format("local {}", l));
-      for (std::size_t n = 0; n < p.intra.size() && p.ranks_per_node > 1; ++n)
-        heatmap(p.intra[n], locals, {}, fmt::format("pairs-{}-node-{}", i, n),
-                fmt::format("{}: within {}, send/recv bandwidth at {}", run.path,
-                            n < p.hosts.size() ? p.hosts[n] : std::to_string(n), format_size(p.bytes)),
-                out);
+      const std::string prefix = fmt::format("pairs-{}", i);
+      for (const MatrixChart& m : report.matrix_charts)
+        if (m.id == prefix || m.id.starts_with(prefix + "-")) heatmap(m, out);
       if (!run.result.findings.empty()) {
         out << "<ul class=\"findings\">\n";
         for (const Finding& f : run.result.findings) out << "<li>" << esc(f.message) << "</li>\n";
         out << "</ul>\n";
-      } else if (p.nodes.size > 1) {
+      } else if (run.result.pairs->nodes.size > 1) {
         out << "<p class=\"findings muted\">No finding: no node or link stands out.</p>\n";
       }
     }
@@ -500,13 +551,16 @@ void write_report_html(const Report& report, std::ostream& out) {
     for (const ReportRun& run : report.runs) {
       if (!run.cost) continue;
       const CostSummary& c = *run.cost;
+      const std::string unit = unit_word(run.result) == "GPUs" ? "GPU" : "rank";
       out << fmt::format("<h3>{}</h3>\n<p>Price: {}. This run: {}.</p>\n", esc(run.path),
-                         c.price.per_gpu_hour ? fmt::format("{} per GPU-hour", num(*c.price.per_gpu_hour))
+                         c.price.per_gpu_hour ? fmt::format("{} per {}-hour", num(*c.price.per_gpu_hour), unit)
                                               : fmt::format("{} per node-hour", num(*c.price.per_node_hour)),
                          c.run_cost ? num(*c.run_cost) : esc("unknown (" + c.why_no_run_cost + ")"));
       if (!c.training.empty()) {
-        out << "<table class=\"training-cost\"><tr><th>nodes</th><th>GPUs</th><th>step (ms)</th><th>cost per 1000 "
-               "steps</th></tr>\n";
+        out << fmt::format(
+            "<table class=\"training-cost\"><tr><th>nodes</th><th>{}</th><th>step (ms)</th><th>cost per 1000 "
+            "steps</th></tr>\n",
+            unit_word(run.result));
         for (const CostPoint& p : c.training)
           out << fmt::format("<tr><td>{}</td><td>{}</td><td>{:.3f}</td><td>{}</td></tr>\n", p.nodes, p.gpus, p.step_ms,
                              num(p.per_1000_steps));

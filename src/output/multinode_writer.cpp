@@ -9,11 +9,6 @@
 namespace fabricbench {
 namespace {
 
-std::string level_label(const LevelResult& l) {
-  if (l.kind == LevelKind::rail) return "rail (1 rank/node)";
-  return fmt::format("{} node{}", l.nodes_per_group, l.nodes_per_group == 1 ? "" : "s");
-}
-
 std::string percent(const std::optional<double>& v) { return v ? fmt::format("{:.0f}%", *v * 100.0) : "-"; }
 
 // Wider than this, a matrix is listed link by link: its text then grows with

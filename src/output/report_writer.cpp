@@ -1,5 +1,6 @@
 #include "fabricbench/output/report_writers.hpp"
 
+#include <filesystem>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -8,6 +9,8 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/text_safety.hpp"
+#include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
 
@@ -27,12 +30,33 @@ std::string ratio_text(const std::optional<Spread>& base, const std::optional<Sp
 
 std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
 
+// RFC 4180 quoting where needed, formulas and control characters defused.
+std::string csv_text(const std::string& text) { return csv_safe_cell(text); }
+
+// A group's name in the comparison CSV: the --label its runs share, else
+// their files' names ("run_a.json+run_a2.json"), so concatenated or pasted
+// comparisons say which run is which.
+std::string group_name(const Report& report, const ReportGroup& group) {
+  std::string label;
+  bool shared = true;
+  for (const std::size_t i : group.runs) {
+    const std::string& l = report.runs[i].result.run.label;
+    if (l.empty() || (!label.empty() && l != label)) shared = false;
+    label = l;
+  }
+  if (shared && !label.empty()) return label;
+  std::string files;
+  for (const std::size_t i : group.runs)
+    files += (files.empty() ? "" : "+") + std::filesystem::path(report.runs[i].path).filename().string();
+  return files;
+}
+
 }  // namespace
 
 void write_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostream& out) {
   out << fmt::format("#\n# Verdict: {}\n", name(level));
   for (const Verdict& v : verdicts) {
-    out << fmt::format("#   {:<4} {:<9} {}: {}\n", name(v.level), v.kind, v.subject, v.reason);
+    out << fmt::format("#   {:<4} {:<9} {}: {}\n", name(v.level), name(v.kind), v.subject, v.reason);
     if (!v.source.empty()) out << fmt::format("#        source: {}\n", v.source);
   }
 }
@@ -42,7 +66,7 @@ void write_report_text(const Report& report, std::ostream& out) {
     const RunResult& r = run.result;
     out << fmt::format("# {}: fabricbench {} (git {}) on {}, started {}\n", run.path, r.tool.version, r.tool.git,
                        cluster_text(r), r.run.start_utc);
-    TableWriter table(out);
+    TablePrinter table(out);
     std::vector<SweepRecord> point;
     for (const SweepRecord& rec : r.records) {
       if (!point.empty() && (rec.op != point.front().op || rec.dtype != point.front().dtype ||
@@ -63,15 +87,17 @@ void write_report_text(const Report& report, std::ostream& out) {
     if (run.cost) {
       const CostSummary& c = *run.cost;
       out << fmt::format("#\n# Cost at {}\n", c.price.per_gpu_hour
-                                                  ? fmt::format("{} per GPU-hour", money(*c.price.per_gpu_hour))
+                                                  ? fmt::format("{} per {}-hour", money(*c.price.per_gpu_hour),
+                                                                unit_word(r) == "GPUs" ? "GPU" : "rank")
                                                   : fmt::format("{} per node-hour", money(*c.price.per_node_hour)));
       if (c.run_cost)
-        out << fmt::format("#   this run: {} ({:.1f} s on {} GPUs, {} node{})\n", money(*c.run_cost),
-                           r.duration_s.value_or(0), r.run.ranks, r.run.nodes, r.run.nodes == 1 ? "" : "s");
+        out << fmt::format("#   this run: {} ({:.1f} s on {} {}, {} node{})\n", money(*c.run_cost),
+                           r.duration_s.value_or(0), r.run.ranks, unit_word(r), r.run.nodes,
+                           r.run.nodes == 1 ? "" : "s");
       else
         out << "#   this run: unknown (" << c.why_no_run_cost << ")\n";
       if (!c.training.empty()) {
-        out << fmt::format("#   {:>6} {:>6} {:>10} {:>16}\n", "nodes", "GPUs", "step (ms)", "per 1000 steps");
+        out << fmt::format("#   {:>6} {:>6} {:>10} {:>16}\n", "nodes", unit_word(r), "step (ms)", "per 1000 steps");
         for (const CostPoint& p : c.training)
           out << fmt::format("    {:>6} {:>6} {:>10.3f} {:>16}\n", p.nodes, p.gpus, p.step_ms, money(p.per_1000_steps));
       }
@@ -99,11 +125,11 @@ void write_report_text(const Report& report, std::ostream& out) {
   }
   if (!report.ladder.empty()) {
     out << "#\n# Ladder comparison (median busbw GB/s; efficiency vs 1 node)\n";
-    out << fmt::format("# {:<14} {:<10}", "op", "level");
+    out << fmt::format("# {:<14} {:<18}", "op", "level");
     for (const ReportGroup& g : report.groups) out << fmt::format(" {:>17} {:>6}", g.label, "eff");
     out << '\n';
     for (const LadderRow& row : report.ladder) {
-      out << fmt::format("  {:<14} {:<10}", name(row.op), row.level);
+      out << fmt::format("  {:<14} {:<18}", name(row.op), row.level);
       for (std::size_t g = 0; g < row.busbw.size(); ++g)
         out << fmt::format(" {:>17} {:>6}", spread_text(row.busbw[g]),
                            row.efficiency[g] ? fmt::format("{:.0f}%", *row.efficiency[g] * 100) : "-");
@@ -123,14 +149,16 @@ void write_report_text(const Report& report, std::ostream& out) {
 
 void write_report_csv(const Report& report, std::ostream& out) {
   if (report.runs.size() == 1) {
-    write_csv(report.runs.front().result.records, out);
+    write_csv(report.runs.front().result, out);
     return;
   }
-  out << "op,dtype,placement,size_bytes";
-  for (const ReportGroup& g : report.groups)
-    out << fmt::format(",{0}_busbw_mean_GBps,{0}_busbw_sd_GBps,{0}_busbw_min_GBps,{0}_busbw_max_GBps,{0}_runs",
-                       g.label);
-  for (std::size_t g = 1; g < report.groups.size(); ++g) out << fmt::format(",{}_over_A", report.groups[g].label);
+  std::vector<std::string> names;
+  for (const ReportGroup& g : report.groups) names.push_back(group_name(report, g));
+  out << "op,dtype,placement,bytes";
+  for (const std::string& n : names)
+    for (const char* column : {"busbw_gbs_mean", "busbw_gbs_sd", "busbw_gbs_min", "busbw_gbs_max", "runs"})
+      out << ',' << csv_text(fmt::format("{}:{}", n, column));
+  for (std::size_t g = 1; g < names.size(); ++g) out << ',' << csv_text(fmt::format("{}:busbw_ratio", names[g]));
   out << '\n';
   for (const CompareRow& row : report.compare) {
     out << fmt::format("{},{},{},{}", name(row.op), name(row.dtype), name(row.placement), row.bytes);

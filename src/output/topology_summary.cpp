@@ -85,10 +85,11 @@ void write_node(const NodeTopology& n, std::ostream& out) {
                            nic.speed_gbps ? fmt::format("{:g} Gb/s", *nic.speed_gbps) : "speed unknown",
                            num_or_unknown(nic.mtu));
     }
-    out << fmt::format("  {:<14} {:<10} {:<13} {:<7} {}\n", nic.name, nic.kind, nic.pci_address.value_or(nic.bus),
+    out << fmt::format("  {:<14} {:<10} {:<13} {:<7} {}\n", nic.name, name(nic.kind),
+                       nic.pci_address.value_or(std::string(name(nic.bus))),
                        nic.numa_node ? fmt::format("NUMA {}", *nic.numa_node) : "NUMA ?", detail);
   }
-  out << fmt::format("  GPUDirect RDMA: {}{}\n", n.gpudirect.status,
+  out << fmt::format("  GPUDirect RDMA: {}{}\n", name(n.gpudirect.status),
                      n.gpudirect.module ? fmt::format(" ({})", *n.gpudirect.module) : "");
   if (!n.notes.empty())
     out << fmt::format("  {} fact{} unknown or odd; the JSON lists why\n", n.notes.size(),

@@ -205,7 +205,10 @@ void fill_from_nvml(const Nvml& nvml, GpuInfo& gpu, std::vector<std::string>& no
       }
       int type = -1;
       if (nvml.remote_type != nullptr && nvml.remote_type(dev, link, &type) == nvml_success)
-        l.remote_kind = type == 0 ? "gpu" : type == 1 ? "cpu" : type == 2 ? "switch" : "unknown";
+        l.remote_kind = type == 0   ? LinkPeer::gpu
+                        : type == 1 ? LinkPeer::cpu
+                        : type == 2 ? LinkPeer::nvswitch
+                                    : LinkPeer::unknown;
       gpu.nvlinks.push_back(l);
     }
   }

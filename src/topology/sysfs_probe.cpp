@@ -403,14 +403,14 @@ std::vector<NicInfo> probe_nics(const ProbeRoots& roots, std::vector<std::string
     nic.firmware = r.line(dir / "fw_ver");
     if (const auto device = resolve(dir / "device")) {
       nic.pci_address = pci_function_of(*device);
-      nic.bus = nic.pci_address ? "pci" : "unknown";
+      nic.bus = nic.pci_address ? NicBus::pci : NicBus::unknown;
       if (nic.pci_address) nic.numa_node = numa_of(r, *device);
       if (const auto driver = resolve(*device / "driver")) nic.driver = driver->filename().string();
       for (const std::string& netdev : entries(*device / "net")) {
         nic.netdevs.push_back(netdev);
       }
     } else {
-      nic.bus = "unknown";
+      nic.bus = NicBus::unknown;
       r.note(r.shown(dir / "device"), "missing or dangling (PCI address unknown)");
     }
     for (const std::string& port_name : entries(dir / "ports")) {
@@ -434,7 +434,7 @@ std::vector<NicInfo> probe_nics(const ProbeRoots& roots, std::vector<std::string
       nic.ports.push_back(port);
     }
     const bool ethernet = !nic.ports.empty() && nic.ports.front().link_layer == "Ethernet";
-    nic.kind = ethernet ? "roce" : "infiniband";
+    nic.kind = ethernet ? NicKind::roce : NicKind::infiniband;
     if (nic.ports.empty()) r.note(r.shown(dir / "ports"), "no ports");
     nics.push_back(std::move(nic));
   }
@@ -449,18 +449,18 @@ std::vector<NicInfo> probe_nics(const ProbeRoots& roots, std::vector<std::string
     if (const ReadResult type = read_file(dir / "type"); type.text && trim(*type.text) != "1") continue;
     NicInfo nic;
     nic.name = ifname;
-    nic.kind = "ethernet";
+    nic.kind = NicKind::ethernet;
     if (const auto device = resolve(dir / "device")) {
       nic.pci_address = pci_function_of(*device);
       const bool virtio = device->filename().string().rfind("virtio", 0) == 0;
-      nic.bus = virtio ? "virtio" : nic.pci_address ? "pci" : "unknown";
+      nic.bus = virtio ? NicBus::virtio : nic.pci_address ? NicBus::pci : NicBus::unknown;
       if (nic.pci_address) {
         fs::path pci_dir = virtio ? device->parent_path() : *device;
         nic.numa_node = numa_of(r, pci_dir);
       }
       if (const auto driver = resolve(*device / "driver")) nic.driver = driver->filename().string();
     } else {
-      nic.bus = "unknown";
+      nic.bus = NicBus::unknown;
       r.note(r.shown(dir / "device"), "dangling (PCI address unknown)");
     }
     nic.operstate = r.line(dir / "operstate");
@@ -507,9 +507,9 @@ GpuDirectRdma probe_gpudirect(const ProbeRoots& roots, std::vector<std::string>&
   }
   if (fs::exists(roots.sysfs / "module")) told = true;
   if (gdr.module)
-    gdr.status = "ready";
+    gdr.status = GdrStatus::ready;
   else if (told)
-    gdr.status = "absent";
+    gdr.status = GdrStatus::absent;
   else
     r.note("GPUDirect RDMA", "neither /proc/modules nor /sys/module is readable");
   if (fs::exists(roots.sysfs / "kernel/dmabuf")) gdr.dma_buf = true;

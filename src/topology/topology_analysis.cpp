@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fabricbench/core/stats.hpp"
+
 namespace fabricbench {
 namespace {
 
@@ -26,12 +28,6 @@ std::optional<T> mode(const std::vector<T>& values) {
   return best;
 }
 
-double median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  const std::size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
-}
-
 std::string model_of(const GpuInfo& gpu) { return gpu.name.value_or("unknown GPU"); }
 
 std::string link_text(std::optional<int> gen, std::optional<int> width) {
@@ -39,8 +35,6 @@ std::string link_text(std::optional<int> gen, std::optional<int> width) {
 }
 
 std::string rate_text(double gbps) { return fmt::format("{:g} Gb/s", gbps); }
-
-bool is_rdma(const NicInfo& nic) { return nic.kind == "infiniband" || nic.kind == "roce"; }
 
 struct Context {
   ClusterTopology* cluster;
@@ -170,7 +164,8 @@ void check_nics(const Context& c, const std::vector<NodeTopology>& nodes) {
         }
       }
       // A RoCE interface's state is its RDMA port's; physical Ethernet only.
-      if (nic.kind == "ethernet" && nic.bus == "pci" && nic.operstate == "down" && !rdma_netdevs.contains(nic.name))
+      if (nic.kind == NicKind::ethernet && nic.bus == NicBus::pci && nic.operstate == "down" &&
+          !rdma_netdevs.contains(nic.name))
         c.add("nic_port_down", n.host.hostname, nic.name, "operstate down");
     }
   }
@@ -178,8 +173,8 @@ void check_nics(const Context& c, const std::vector<NodeTopology>& nodes) {
 
 void check_node_local(const Context& c, const std::vector<NodeTopology>& nodes) {
   for (const NodeTopology& n : nodes) {
-    const bool has_rdma = std::any_of(n.nics.begin(), n.nics.end(), is_rdma);
-    if (has_rdma && !n.gpus.empty() && n.gpudirect.status == "absent")
+    const bool has_rdma = std::any_of(n.nics.begin(), n.nics.end(), [](const NicInfo& nic) { return is_rdma(nic); });
+    if (has_rdma && !n.gpus.empty() && n.gpudirect.status == GdrStatus::absent)
       c.add("gpudirect_rdma_absent", n.host.hostname, "",
             "RDMA NICs and GPUs, but neither nvidia_peermem nor nv_peer_mem is loaded");
     for (std::size_t i = 0; i < n.gpus.size() && i < n.nearest_nic.size(); ++i) {
@@ -240,12 +235,12 @@ std::string node_signature(const NodeTopology& node) {
     for (const NicPort& p : nic.ports) {
       if (p.rate_gbps) rate = std::max(rate.value_or(0.0), *p.rate_gbps);
     }
-    ++nics[fmt::format("{} {}", nic.kind, rate ? rate_text(*rate) : "speed unknown")];
+    ++nics[fmt::format("{} {}", name(nic.kind), rate ? rate_text(*rate) : "speed unknown")];
   }
   std::vector<std::string> nic_parts;
   for (const auto& [what, k] : nics) nic_parts.push_back(fmt::format("{}x {}", k, what));
   parts.push_back(nic_parts.empty() ? std::string("no NIC") : fmt::format("{}", fmt::join(nic_parts, ", ")));
-  parts.push_back("GPUDirect RDMA " + node.gpudirect.status);
+  parts.push_back(fmt::format("GPUDirect RDMA {}", name(node.gpudirect.status)));
   const HostInfo& h = node.host;
   parts.push_back(fmt::format("{} socket{}, {} cores, {} GiB", h.sockets ? std::to_string(*h.sockets) : "?",
                               h.sockets && *h.sockets == 1 ? "" : "s", h.cores ? std::to_string(*h.cores) : "?",
@@ -281,10 +276,10 @@ std::optional<double> network_gbit(const NodeTopology& node) {
   double rdma = 0;
   double ethernet = 0;
   for (const NicInfo& nic : node.nics) {
-    if (nic.kind == "infiniband" || nic.kind == "roce") {
+    if (is_rdma(nic)) {
       for (const NicPort& port : nic.ports)
         if (port.rate_gbps && port.state && *port.state == "ACTIVE") rdma += *port.rate_gbps;
-    } else if (nic.kind == "ethernet" && nic.speed_gbps && nic.operstate && *nic.operstate == "up") {
+    } else if (nic.kind == NicKind::ethernet && nic.speed_gbps && nic.operstate && *nic.operstate == "up") {
       ethernet += *nic.speed_gbps;
     }
   }

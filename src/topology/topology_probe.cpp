@@ -1,7 +1,9 @@
 #include "fabricbench/topology/topology_probe.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -22,15 +24,13 @@ int nvlinks_between(const GpuInfo& a, const GpuInfo& b) {
   for (const NvLink& l : a.nvlinks) {
     if (l.active != true) continue;
     if (l.remote_pci == b.pci_bus_id) ++direct;
-    if (l.remote_kind == "switch") ++a_switch;
+    if (l.remote_kind == LinkPeer::nvswitch) ++a_switch;
   }
   for (const NvLink& l : b.nvlinks) {
-    if (l.active == true && l.remote_kind == "switch") ++b_switch;
+    if (l.active == true && l.remote_kind == LinkPeer::nvswitch) ++b_switch;
   }
   return direct > 0 ? direct : std::min(a_switch, b_switch);
 }
-
-bool is_rdma(const NicInfo& nic) { return nic.kind == "infiniband" || nic.kind == "roce"; }
 
 void compute_matrices(const ProbeRoots& roots, NodeTopology& node) {
   const std::size_t n = node.gpus.size();
@@ -132,24 +132,47 @@ ClusterTopology gather_topology(const Comm& world, const Layout& layout, const T
     j["node_index"] = layout.node;
     mine = j.dump();
   }
-  const std::vector<std::string> all = world.allgather(mine);
+  return cluster_from_records(world.allgather(mine), layout);
+}
+
+ClusterTopology cluster_from_records(const std::vector<std::string>& records, const Layout& layout) {
   std::vector<NodeTopology> nodes(static_cast<std::size_t>(layout.nodes));
-  for (const std::string& text : all) {
+  std::vector<Anomaly> unreadable;
+  for (std::size_t rank = 0; rank < records.size(); ++rank) {
+    const std::string& text = records[rank];
     if (text.empty()) continue;
     // Without MPI another process wrote this: bounded, and the index checked
     // in its own type before it is used.
     nlohmann::json j;
+    bool parsed = true;
     try {
       j = parse_bounded_json(text, "topology");
     } catch (const UsageError&) {
+      parsed = false;
+    }
+    std::optional<int> index;
+    if (parsed && j.is_object() && j.contains("node_index")) {
+      index = integer_value<int>(j["node_index"]);
+      if (index && (*index < 0 || *index >= layout.nodes)) index.reset();
+    }
+    if (index) {
+      nodes[static_cast<std::size_t>(*index)] = node_from_json(j);
       continue;
     }
-    if (!j.is_object() || !j.contains("node_index")) continue;
-    const std::optional<int> index = integer_value<int>(j["node_index"]);
-    if (!index || *index < 0 || *index >= layout.nodes) continue;
-    nodes[static_cast<std::size_t>(*index)] = node_from_json(j);
+    // Not dropped in silence: the node is named, from the layout, and kept
+    // with what is known of it (its name).
+    const int node = rank < layout.node_of_rank.size() ? layout.node_of_rank[rank] : -1;
+    const std::string host = node >= 0 && static_cast<std::size_t>(node) < layout.hostnames.size()
+                                 ? layout.hostnames[static_cast<std::size_t>(node)]
+                                 : fmt::format("rank {}", rank);
+    if (node >= 0 && node < layout.nodes) nodes[static_cast<std::size_t>(node)].host.hostname = host;
+    unreadable.push_back({"topology_unreadable", host, "",
+                          fmt::format("the topology record of node {} (rank {}) {}", node, rank,
+                                      parsed ? "names no node of this run" : "is not JSON")});
   }
-  return analyze_cluster(std::move(nodes));
+  ClusterTopology cluster = analyze_cluster(std::move(nodes));
+  cluster.anomalies.insert(cluster.anomalies.begin(), unreadable.begin(), unreadable.end());
+  return cluster;
 }
 
 }  // namespace fabricbench

@@ -49,7 +49,8 @@ class Sweep(unittest.TestCase):
         self.dir.cleanup()
 
     def test_four_ranks_default_ops_json_csv_and_factors(self):
-        proc = mpirun(4, "sweep", "-b", "8", "-e", "64M", "-f", "4", "--json", self.json, "--csv", self.csv)
+        proc = mpirun(4, "sweep", "-b", "8", "-e", "64M", "-f", "4", "--json", self.json, "--csv", self.csv,
+                      "--label", "provider a, rack 2")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         for header in ("# allreduce on 4 ranks", "# allgather on 4 ranks", "# sendrecv on 4 ranks", "busbw"):
             self.assertIn(header, proc.stdout)
@@ -60,6 +61,7 @@ class Sweep(unittest.TestCase):
         self.assertTrue(doc["status"]["complete"])
         self.assertTrue(doc["status"]["data_ok"])
         self.assertEqual(doc["run"]["ranks"], 4)
+        self.assertEqual(doc["run"]["label"], "provider a, rack 2")
         self.assertEqual(doc["run"]["nodes"], 1)
         self.assertEqual(doc["run"]["ranks_per_node"], [4])
         self.assertEqual(doc["run"]["transport"], "mpi")
@@ -75,12 +77,16 @@ class Sweep(unittest.TestCase):
             rows = list(csv.DictReader(f))
         self.assertEqual(len(rows), len(doc["records"]))
         for row, rec in zip(rows, doc["records"]):
+            # The run's identity on every row, so CSVs of several runs concatenate.
+            self.assertEqual(row["start_utc"], doc["run"]["start_utc"])
+            self.assertEqual(row["label"], "provider a, rack 2")
+            self.assertEqual(row["hostnames"], " ".join(doc["run"]["hostnames"]))
             self.assertEqual(row["op"], rec["op"])
-            self.assertEqual(int(row["size_bytes"]), rec["bytes"])
+            self.assertEqual(int(row["bytes"]), rec["bytes"])
             if "busbw_gbs" in rec:
-                self.assertAlmostEqual(float(row["busbw_GBps"]), rec["busbw_gbs"], places=9)
+                self.assertAlmostEqual(float(row["busbw_gbs"]), rec["busbw_gbs"], places=9)
             else:
-                self.assertEqual(row["busbw_GBps"], "")
+                self.assertEqual(row["busbw_gbs"], "")
                 self.assertTrue(row["skipped"])
 
     def test_every_op_and_dtype_on_one_to_three_ranks(self):
@@ -106,8 +112,8 @@ class Sweep(unittest.TestCase):
 
     def test_interrupted_run_leaves_valid_json_of_what_finished(self):
         cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", "2",
-               ARGS.binary, "sweep", "--ops", "allreduce,allgather,sendrecv,alltoall", "-b", "1K", "-e", "16M",
-               "--min-time-ms", "200", "--json", self.json]
+               ARGS.binary, "sweep", "--ops", "allreduce,allgather,sendrecv,alltoall", "--sizes", "1K,64K",
+               "--min-time-ms", "500", "--max-iters", "1000000", "--json", self.json]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.time() + 120
         records = 0

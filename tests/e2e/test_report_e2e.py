@@ -105,8 +105,8 @@ class Outputs(unittest.TestCase):
         with open(self.csv, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
         self.assertEqual(len(rows), 6)
-        self.assertEqual(rows[0]["A_runs"], "2")
-        self.assertAlmostEqual(float(rows[0]["B_over_A"]), 0.8 / 0.98, places=9)
+        self.assertEqual(rows[0]["run_a.json+run_a2.json:runs"], "2")
+        self.assertAlmostEqual(float(rows[0]["run_b.json:busbw_ratio"]), 0.8 / 0.98, places=9)
         with open(self.html, encoding="utf-8") as f:
             page = f.read()
         for forbidden in ("<script", "<link", "url(", "src=", "href="):
@@ -129,6 +129,67 @@ class Outputs(unittest.TestCase):
                              capture_output=True, text=True, timeout=300)
         self.assertEqual(png.returncode, 0, png.stderr[-3000:])
         self.assertGreater(os.path.getsize(shot), 10000)
+
+    def test_charts_fit_their_boxes_at_1400_and_800_px(self):
+        """Every chart text lies inside its chart, no caption or title is
+        clipped and the page does not scroll sideways, measured by Chromium's
+        own layout at a wide and a narrow window."""
+        proc = report(golden("run_a.json"), golden("run_a2.json"), golden("run_b.json"), "--html", self.html)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        if shutil.which(ARGS.chromium) is None:
+            self.skipTest(f"{ARGS.chromium} is not installed (scripts/setup.sh --test installs it)")
+        with open(self.html, encoding="utf-8") as f:
+            page = f.read()
+        # The page has no script; a copy gets one that measures the layout
+        # and writes what it finds into the DOM that --dump-dom prints.
+        probe = os.path.join(self.dir.name, "probe.html")
+        with open(probe, "w", encoding="utf-8") as f:
+            f.write(page.replace("</body>", LAYOUT_PROBE + "</body>"))
+        for width in (1400, 800):
+            with self.subTest(width=width):
+                profile = os.path.join(self.dir.name, f"profile-{width}")
+                dom = subprocess.run(
+                    [ARGS.chromium, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                     "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                     f"--user-data-dir={profile}", f"--window-size={width},2000", "--dump-dom", "file://" + probe],
+                    capture_output=True, text=True, timeout=300)
+                self.assertEqual(dom.returncode, 0, dom.stderr[-3000:])
+                start = dom.stdout.find('<pre id="layout-check">')
+                self.assertNotEqual(start, -1, "the layout probe did not run")
+                found = dom.stdout[start:dom.stdout.find("</pre>", start)].split(">", 1)[1]
+                self.assertIn("checked", found)
+                self.assertIn("problems 0\n", found, found)
+                # The probe saw the charts it should: texts in every SVG.
+                self.assertGreaterEqual(int(found.split("svgs ")[1].split()[0]), 5, found)
+
+
+# Checks, in the rendered page: each SVG text inside its SVG's box; each
+# caption, chart title and legend not cut (scrollWidth within clientWidth);
+# the document no wider than the window.
+LAYOUT_PROBE = """<pre id="layout-check"></pre><script>
+(function () {
+  var problems = [];
+  var svgs = document.querySelectorAll('svg');
+  svgs.forEach(function (svg, i) {
+    var box = svg.getBoundingClientRect();
+    svg.querySelectorAll('text').forEach(function (t) {
+      var r = t.getBoundingClientRect();
+      if (r.width === 0) return;
+      if (r.left < box.left - 1 || r.right > box.right + 1 || r.top < box.top - 1 || r.bottom > box.bottom + 1)
+        problems.push('svg ' + i + ' (' + (svg.closest('figure') || {}).id + '): text "' + t.textContent +
+                      '" outside its chart');
+    });
+  });
+  document.querySelectorAll('figcaption, .chart-title, .legend, figure').forEach(function (e) {
+    if (e.scrollWidth > e.clientWidth + 1) problems.push(e.tagName + ' ' + (e.id || e.className) + ' clipped');
+  });
+  if (document.documentElement.scrollWidth > window.innerWidth + 1)
+    problems.push('page wider than the window: ' + document.documentElement.scrollWidth + ' > ' + window.innerWidth);
+  document.getElementById('layout-check').textContent =
+      'checked svgs ' + svgs.length + '\\nproblems ' + problems.length + '\\n' + problems.join('\\n');
+})();
+</script>
+"""
 
 
 if __name__ == "__main__":

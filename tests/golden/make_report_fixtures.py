@@ -6,7 +6,10 @@ run a little slower, for mean and spread) and one run of cluster B (other
 hosts, 400 Gb/s NICs at a lower bandwidth, one slow link). Values are
 invented but consistent with the schema and with each other (busbw =
 algbw x the nccl-tests factor). Run from this directory; the unit and e2e
-tests read the files, and the schema tests validate them.
+tests read the files, and the schema tests validate them. The files are in
+the writer's own form: ResultModel.GoldenFilesRoundTripByteForByte reads
+each one and writes it back, and fails on any byte that differs (so a member
+added to a record's field list is added here too, or that test says where).
 """
 import copy
 import json
@@ -34,7 +37,7 @@ def node(host, h2d, rate):
     return {"host": {"hostname": host, "cpu_model": "Intel Xeon Platinum 8480+", "sockets": 2, "cores": 112,
                      "threads": 224, "memory_bytes": 2164392968192, "numa_nodes": 2,
                      "os": "Ubuntu 22.04.4 LTS", "kernel": "5.15.0-105-generic", "gpu_driver": "550.54.15"},
-            "gpu_status": "", "gpus": [gpu(i, h2d) for i in range(8)], "nics": [nic(i, rate) for i in range(8)],
+            "gpu_status": None, "gpus": [gpu(i, h2d) for i in range(8)], "nics": [nic(i, rate) for i in range(8)],
             "gpudirect_rdma": {"status": "ready", "module": "nvidia_peermem", "dma_buf": True},
             "gpu_matrix": [], "nic_matrix": [], "nearest_nic": [], "p2p_access": [], "p2p_rank": [],
             "d2d_gbs": [], "method": "cudaMemcpyAsync, pinned host memory, 256 MiB", "notes": []}
@@ -106,7 +109,9 @@ def run(hosts, scale, start, link_bw, slow_link=None, h2d=53.0, rate=400.0, dura
     nodes = [node(h, h2d, rate) for h in hosts]
     sig = "8x NVIDIA H100 80GB HBM3 | 8x infiniband 400 Gb/s | GPUDirect RDMA ready"
     doc["topology"] = {"nodes": nodes, "groups": [{"signature": sig, "hosts": hosts}], "anomalies": [], "notes": []}
-    return doc
+    # The writer's key order, so the files read back and write out unchanged.
+    order = ("schema", "tool", "run", "status", "records", "topology", "scaling", "pairs", "findings")
+    return {key: doc[key] for key in order if key in doc}
 
 
 def main():

@@ -29,5 +29,21 @@ TEST(CommMpi, SplitGivesOwnedSubgroups) {
   EXPECT_EQ(names.back(), fmt::format("r{}", world.size() - 1));
 }
 
+TEST(CommMpi, TypedValuesCrossExactly) {
+  const Comm world = Comm::world();
+  struct Place {
+    int rank;
+    double third;
+  };
+  const std::vector<Place> all = world.allgather_value(Place{world.rank(), world.rank() / 3.0});
+  ASSERT_EQ(static_cast<int>(all.size()), world.size());
+  for (int r = 0; r < world.size(); ++r) {
+    EXPECT_EQ(all[static_cast<std::size_t>(r)].rank, r);
+    EXPECT_EQ(all[static_cast<std::size_t>(r)].third, r / 3.0);
+  }
+  const int root = world.size() - 1;
+  EXPECT_EQ(world.broadcast_bytes(world.rank() == root ? "the root's words" : "", root), "the root's words");
+}
+
 }  // namespace
 }  // namespace fabricbench

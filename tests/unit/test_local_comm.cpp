@@ -33,6 +33,12 @@ void on_each(std::vector<Comm>& group, const std::function<void(const Comm&)>& b
   for (const auto& f : failures) EXPECT_EQ(f, "");
 }
 
+struct Probe {
+  int rank;
+  double third;
+  std::uint64_t big;
+};
+
 void collectives(const Comm& c) {
   const int n = c.size();
   const int r = c.rank();
@@ -55,6 +61,17 @@ void collectives(const Comm& c) {
     const std::vector<std::string> all = c.allgather(std::string(static_cast<std::size_t>(r), 'x'));
     ASSERT_EQ(all.size(), static_cast<std::size_t>(n));
     for (int q = 0; q < n; ++q) EXPECT_EQ(all[static_cast<std::size_t>(q)].size(), static_cast<std::size_t>(q));
+    // Typed values cross as their bytes: exact, not printed and parsed.
+    const std::vector<Probe> probes = c.allgather_value(Probe{r, r / 3.0, ~std::uint64_t{0} - r});
+    ASSERT_EQ(probes.size(), static_cast<std::size_t>(n));
+    for (int q = 0; q < n; ++q) {
+      const Probe& p = probes[static_cast<std::size_t>(q)];
+      EXPECT_EQ(p.rank, q);
+      EXPECT_EQ(p.third, q / 3.0);
+      EXPECT_EQ(p.big, ~std::uint64_t{0} - q);
+    }
+    EXPECT_EQ(c.broadcast_bytes(r == n - 1 ? std::string("from the last\0rank", 18) : std::string("x"), n - 1),
+              std::string("from the last\0rank", 18));
   }
   // Odd and even ranks, ordered by descending key; rank 0 sits out.
   const Comm sub = c.split(r == 0 ? -1 : r % 2, -r);
@@ -124,6 +141,26 @@ TEST(LocalComm, FileGroupNamesTheMissingRank) {
     FAIL() << "barrier returned";
   } catch (const SystemError& e) {
     EXPECT_NE(std::string(e.what()).find("rank(s) 1, 2"), std::string::npos) << e.what();
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// Another process wrote the files of a folder group: a value of the wrong
+// size is an error naming the rank, never a misread.
+TEST(LocalComm, FileGroupRefusesAValueOfTheWrongSize) {
+  const auto dir =
+      std::filesystem::temp_directory_path() / ("fabricbench-comm-forged-value-" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  const Comm first = make_file_comm(dir.string(), 0, 2, 20s);
+  {
+    std::ofstream forged(dir / "w_r0.1", std::ios::binary);
+    forged << "abc";
+  }
+  try {
+    (void)first.allgather_value(42);
+    FAIL() << "allgather_value returned";
+  } catch (const SystemError& e) {
+    EXPECT_NE(std::string(e.what()).find("rank 1 contributed 3 bytes, 4 expected"), std::string::npos) << e.what();
   }
   std::filesystem::remove_all(dir);
 }

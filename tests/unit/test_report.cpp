@@ -1,15 +1,18 @@
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/output/report_writers.hpp"
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/stats.hpp"
 #include "fabricbench/model/reader.hpp"
 #include "fabricbench/model/schema_validate.hpp"
 
@@ -150,9 +153,9 @@ TEST(Gates, ParseErrorsNameTheExpression) {
   EXPECT_NE(message_of([] { (void)parse_gate("topo.h2d_gbs@2>=1"); }).find("takes no @"), std::string::npos);
   const Gate g = parse_gate("allgather.busbw@64M>=100");
   EXPECT_EQ(g.subject, "allgather");
-  EXPECT_EQ(g.metric, "busbw");
+  EXPECT_EQ(name(g.metric), "busbw");
   EXPECT_EQ(g.at, std::size_t{64} << 20);
-  EXPECT_EQ(g.comparison, ">=");
+  EXPECT_EQ(name(g.comparison), ">=");
   EXPECT_DOUBLE_EQ(g.value, 100);
 }
 
@@ -175,6 +178,40 @@ TEST(Gates, EvaluateEveryKind) {
   const RunResult plain = read_result_file(golden_path("result.json"));
   EXPECT_EQ(evaluate_gate(parse_gate("topo.h2d_gbs>=40"), plain).reason, "no topology in this run");
   EXPECT_EQ(evaluate_gate(parse_gate("scale.efficiency>=0.9"), plain).reason, "no scaling ladder in this run");
+}
+
+TEST(Gates, EveryMetricOfTheTableParsesToItself) {
+  for (const GateMetricInfo& m : gate_metrics) {
+    const std::string subject = m.family == GateFamily::op      ? "allreduce"
+                                : m.family == GateFamily::scale ? "scale"
+                                : m.family == GateFamily::pairs ? "pairs"
+                                                                : "topo";
+    for (const auto& [comparison, label] : comparison_names) {
+      const Gate g = parse_gate(fmt::format("{}.{}{}1", subject, m.name, label));
+      EXPECT_EQ(g.metric, m.metric);
+      EXPECT_EQ(g.comparison, comparison);
+    }
+  }
+}
+
+TEST(Verdicts, ExpectationsWithAnUnknownMatchNameAreRefused) {
+  const auto with = [](const std::string& match) {
+    return R"({"schema": "fabricbench.expectations/1", "warn_at": 0.9, "fail_below": 0.7, "references": [)"
+           R"({"id": "x", "label": "X", "figure": "allreduce.busbw", "expected_gbs": 1, "source": "s", "match": )" +
+           match + "}]}";
+  };
+  EXPECT_EQ(parse_expectations(with(R"({"gpu_link": "nvswitch", "nic_kind": "roce"})")).references.at(0).gpu_link,
+            GpuLink::nvswitch);
+  EXPECT_THROW((void)parse_expectations(with(R"({"gpu_link": "nvbridge"})")), UsageError);
+  std::string bad_figure = with("{}");
+  bad_figure.replace(bad_figure.find("allreduce.busbw"), 15, "allreduce.bogus");
+  EXPECT_THROW((void)parse_expectations(bad_figure), UsageError);
+  try {
+    (void)parse_expectations(with(R"({"nic_kind": "token-ring"})"));
+    FAIL() << "an unknown nic_kind was read";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "expectations: x: nic_kind 'token-ring' is not infiniband, roce or ethernet");
+  }
 }
 
 TEST(Verdicts, ReferencesMatchDetectedHardwareOrSayNoReference) {
@@ -253,6 +290,46 @@ Report fixture_report(const ReportConfig& config, const std::vector<std::string>
   return build_report(std::move(runs), config, builtin_expectations());
 }
 
+// The report view holds every figure a printer shows: the heat-map's median
+// is the interpolated one (core/stats), a level has one label, each chart has
+// both placements and the run-to-run spread.
+TEST(Report, ViewComputesChartsWithTheOneMedianAndLabel) {
+  const Report r = fixture_report({}, {"run_a.json", "run_a2.json", "run_b.json"});
+  ASSERT_FALSE(r.matrix_charts.empty());
+  bool bandwidth = false, latency = false;
+  for (const MatrixChart& m : r.matrix_charts) {
+    std::vector<double> v;
+    for (const MatrixCell& c : m.cells) {
+      EXPECT_NE(c.from, c.to) << m.id;
+      v.push_back(c.value);
+    }
+    ASSERT_FALSE(v.empty()) << m.id;
+    std::sort(v.begin(), v.end());
+    const std::size_t n = v.size();
+    const double middle = n % 2 == 1 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
+    EXPECT_DOUBLE_EQ(m.median, middle) << m.id;
+    EXPECT_EQ(m.labels.size(), static_cast<std::size_t>(m.size)) << m.id;
+    bandwidth = bandwidth || m.unit == "GB/s";
+    latency = latency || (m.unit == "us" && !m.higher_is_better);
+  }
+  EXPECT_TRUE(bandwidth);
+  EXPECT_TRUE(latency);
+  ASSERT_EQ(r.ladder_charts.size(), 3U);
+  const std::vector<std::string>& levels = r.ladder_charts.front().levels;
+  ASSERT_FALSE(levels.empty());
+  EXPECT_EQ(levels.front(), "1 node");
+  for (const std::string& l : levels)
+    EXPECT_TRUE(l == "rail (1 rank/node)" || l.find(" node") != std::string::npos) << l;
+  EXPECT_EQ(std::find(levels.begin(), levels.end(), "1 nodes"), levels.end());
+  ASSERT_FALSE(r.busbw_charts.empty());
+  const BusbwChart& chart = r.busbw_charts.front();
+  ASSERT_FALSE(chart.series.empty());
+  EXPECT_EQ(chart.series.front().label.rfind("A: ", 0), 0U);
+  // Group A has two runs: each point a spread over both.
+  EXPECT_EQ(chart.series.front().points.front().busbw.runs, 2);
+  for (std::size_t i = 1; i < chart.series.size(); ++i) EXPECT_LE(chart.series[i - 1].group, chart.series[i].group);
+}
+
 TEST(Report, ComparisonAggregatesRunsOfOneCluster) {
   const Report r = fixture_report({}, {"run_a.json", "run_a2.json", "run_b.json"});
   ASSERT_EQ(r.groups.size(), 2U);
@@ -271,6 +348,28 @@ TEST(Report, ComparisonAggregatesRunsOfOneCluster) {
   write_report_html(r, html);
   expect_golden("report_compare.txt", text.str());
   expect_golden("report_compare.csv", csv.str());
+}
+
+// The comparison CSV names a group by the --label its runs share, else by
+// their files.
+TEST(Report, ComparisonCsvNamesGroupsByLabelOrFile) {
+  std::vector<ReportRun> runs;
+  for (const char* n : {"run_a.json", "run_a2.json", "run_b.json"})
+    runs.push_back({n, read_result_file(golden_path(n)), {}, Level::ok, {}});
+  runs[0].result.run.label = "provider-a";
+  runs[1].result.run.label = "provider-a";
+  runs[2].result.run.label = "provider-b";
+  std::ostringstream csv;
+  write_report_csv(build_report(runs, {}, builtin_expectations()), csv);
+  const std::string header = csv.str().substr(0, csv.str().find('\n'));
+  EXPECT_EQ(header,
+            "op,dtype,placement,bytes,provider-a:busbw_gbs_mean,provider-a:busbw_gbs_sd,provider-a:busbw_gbs_min,"
+            "provider-a:busbw_gbs_max,provider-a:runs,provider-b:busbw_gbs_mean,provider-b:busbw_gbs_sd,"
+            "provider-b:busbw_gbs_min,provider-b:busbw_gbs_max,provider-b:runs,provider-b:busbw_ratio");
+  runs[1].result.run.label = "other";  // not shared: the files name the group
+  std::ostringstream mixed;
+  write_report_csv(build_report(runs, {}, builtin_expectations()), mixed);
+  EXPECT_NE(mixed.str().find(",run_a.json+run_a2.json:runs,"), std::string::npos) << mixed.str();
 }
 
 TEST(Report, GatingAndExitCodes) {

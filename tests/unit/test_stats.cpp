@@ -44,5 +44,27 @@ TEST(Summarize, ConstantSamplesHaveNoSpread) {
   EXPECT_EQ(summarize(one).cv, 0.0);
 }
 
+TEST(Median, IsTheInterpolatedOneEverywhere) {
+  // An even count: the mean of the two middle values, not the upper one.
+  const std::vector<double> even{10, 40, 20, 30};
+  EXPECT_DOUBLE_EQ(median(even), 25.0);
+  const std::vector<double> odd{3, 1, 2};
+  EXPECT_DOUBLE_EQ(median(odd), 2.0);
+  EXPECT_EQ(median({}), 0.0);
+}
+
+TEST(SpreadOf, MeanSampleSdAndRange) {
+  const std::vector<double> v{2, 4, 4, 4, 5, 5, 7, 9};
+  const Spread s = spread_of(v);
+  EXPECT_EQ(s.runs, 8);
+  EXPECT_DOUBLE_EQ(s.mean, 5.0);
+  EXPECT_NEAR(s.sd, 2.13808993529940, 1e-12);  // sqrt(32/7)
+  EXPECT_EQ(s.min, 2.0);
+  EXPECT_EQ(s.max, 9.0);
+  const std::vector<double> one{3.5};
+  EXPECT_EQ(spread_of(one).sd, 0.0);
+  EXPECT_EQ(spread_of({}).runs, 0);
+}
+
 }  // namespace
 }  // namespace fabricbench

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "../topology/fixture_tree.hpp"
+#include "fabricbench/core/error.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
@@ -97,9 +98,9 @@ TEST(TopologyFixture, DgxHostGpusNicsAndMatrices) {
 
   ASSERT_EQ(n.nics.size(), 10U);  // 8 InfiniBand, 2 Ethernet; IPoIB and lo are not NICs of their own
   const NicInfo& ib0 = nic_named(n, "mlx5_0");
-  EXPECT_EQ(ib0.kind, "infiniband");
+  EXPECT_EQ(name(ib0.kind), "infiniband");
   EXPECT_EQ(ib0.pci_address, "0000:19:00.0");
-  EXPECT_EQ(ib0.bus, "pci");
+  EXPECT_EQ(name(ib0.bus), "pci");
   EXPECT_EQ(ib0.driver, "mlx5_core");
   EXPECT_EQ(ib0.numa_node, 0);
   EXPECT_EQ(ib0.firmware, "28.39.1002");
@@ -110,7 +111,7 @@ TEST(TopologyFixture, DgxHostGpusNicsAndMatrices) {
   EXPECT_EQ(ib0.ports[0].link_layer, "InfiniBand");
   EXPECT_EQ(ib0.netdevs, std::vector<std::string>{"ibp25s0"});
   const NicInfo& eth = nic_named(n, "enp218s0f1");
-  EXPECT_EQ(eth.kind, "ethernet");
+  EXPECT_EQ(name(eth.kind), "ethernet");
   EXPECT_EQ(eth.pci_address, "0000:da:00.1");
   EXPECT_EQ(eth.driver, "i40e");
   EXPECT_EQ(eth.numa_node, 1);
@@ -118,7 +119,7 @@ TEST(TopologyFixture, DgxHostGpusNicsAndMatrices) {
   EXPECT_EQ(eth.mtu, 1500);
   EXPECT_EQ(eth.operstate, "up");
 
-  EXPECT_EQ(n.gpudirect.status, "ready");
+  EXPECT_EQ(name(n.gpudirect.status), "ready");
   EXPECT_EQ(n.gpudirect.module, "nvidia_peermem");
 
   EXPECT_EQ(n.gpu_matrix[0][0], "X");
@@ -149,13 +150,13 @@ TEST(TopologyFixture, PcieFourGpusWithRoce) {
   EXPECT_EQ(n.gpu_matrix[0][2], "SYS");
   EXPECT_EQ(n.gpu_matrix[3][2], "PIX");
   const NicInfo& roce = nic_named(n, "mlx5_1");
-  EXPECT_EQ(roce.kind, "roce");
+  EXPECT_EQ(name(roce.kind), "roce");
   EXPECT_EQ(roce.pci_address, "0000:c5:00.0");
   EXPECT_EQ(roce.ports.at(0).rate_gbps, 200.0);
   EXPECT_EQ(roce.ports.at(0).link_layer, "Ethernet");
   EXPECT_EQ(roce.netdevs, std::vector<std::string>{"enp197s0np0"});
   const NicInfo& roce_if = nic_named(n, "enp197s0np0");
-  EXPECT_EQ(roce_if.kind, "ethernet");
+  EXPECT_EQ(name(roce_if.kind), "ethernet");
   EXPECT_EQ(roce_if.speed_gbps, 200.0);
   EXPECT_EQ(roce_if.mtu, 9000);
   EXPECT_EQ(nic_named(n, "eno1").speed_gbps, 1.0);
@@ -179,13 +180,13 @@ TEST(TopologyFixture, CloudVmWithVirtioOnly) {
   ASSERT_EQ(n.nics.size(), 1U);
   const NicInfo& eth = n.nics[0];
   EXPECT_EQ(eth.name, "eth0");
-  EXPECT_EQ(eth.bus, "virtio");
+  EXPECT_EQ(name(eth.bus), "virtio");
   EXPECT_EQ(eth.pci_address, "0000:00:03.0");
   EXPECT_EQ(eth.driver, "virtio_net");
   EXPECT_FALSE(eth.numa_node);
   EXPECT_FALSE(eth.speed_gbps);
   EXPECT_EQ(eth.mtu, 1460);
-  EXPECT_EQ(n.gpudirect.status, "absent");
+  EXPECT_EQ(name(n.gpudirect.status), "absent");
   EXPECT_NE(std::find(n.notes.begin(), n.notes.end(), "/sys/class/net/eth0/speed: not reported by the driver (-1)"),
             n.notes.end());
   EXPECT_TRUE(analyze_cluster({n}).anomalies.empty());
@@ -271,7 +272,7 @@ TEST(TopologyFixture, MissingRootsGiveUnknownsNotErrors) {
   EXPECT_EQ(n.host.hostname, "unknown");
   EXPECT_TRUE(n.gpus.empty());
   EXPECT_TRUE(n.nics.empty());
-  EXPECT_EQ(n.gpudirect.status, "unknown");
+  EXPECT_EQ(name(n.gpudirect.status), "unknown");
   EXPECT_FALSE(n.notes.empty());
 }
 
@@ -289,7 +290,7 @@ GpuReport dgx_report(const NodeTopology& sysfs_view, const std::string& driver) 
     g.sm_count = 132;
     g.ecc_mode = "enabled";
     g.mig_mode = "disabled";
-    for (int l = 0; l < 18; ++l) g.nvlinks.push_back({l, true, 4, std::nullopt, "switch"});
+    for (int l = 0; l < 18; ++l) g.nvlinks.push_back({l, true, 4, std::nullopt, LinkPeer::nvswitch});
     r.gpus.push_back(g);
   }
   return r;
@@ -382,6 +383,29 @@ TEST(TopologyAnalysis, IdleLinkSpeedIsANoteNotAnAnomaly) {
   EXPECT_EQ(c.notes[0].rfind("8 GPUs report a PCIe generation below their max", 0), 0U);
 }
 
+// A node whose record does not parse is named, not dropped.
+TEST(TopologyGather, UnreadableRecordIsAnAnomalyNamingTheNode) {
+  Layout layout = layout_from(0, {"n-a", "n-a", "n-b", "n-b"}, {0, 0, 2, 2}, {0, 1, 0, 1});
+  NodeTopology a;
+  a.host.hostname = "n-a";
+  nlohmann::ordered_json j = node_to_json(a);
+  j["node_index"] = 0;
+  const ClusterTopology cluster = cluster_from_records({j.dump(), "", "{\"host\": {\"hostn", ""}, layout);
+  ASSERT_EQ(cluster.nodes.size(), 2U);
+  EXPECT_EQ(cluster.nodes[0].host.hostname, "n-a");
+  EXPECT_EQ(cluster.nodes[1].host.hostname, "n-b");
+  ASSERT_FALSE(cluster.anomalies.empty());
+  EXPECT_EQ(cluster.anomalies.front().kind, "topology_unreadable");
+  EXPECT_EQ(cluster.anomalies.front().host, "n-b");
+  EXPECT_EQ(cluster.anomalies.front().detail, "the topology record of node 1 (rank 2) is not JSON");
+
+  j["node_index"] = 7;  // names no node of this run
+  const ClusterTopology stray = cluster_from_records({j.dump(), "", "", ""}, layout);
+  ASSERT_FALSE(stray.anomalies.empty());
+  EXPECT_EQ(stray.anomalies.front().host, "n-a");
+  EXPECT_EQ(stray.anomalies.front().detail, "the topology record of node 0 (rank 0) names no node of this run");
+}
+
 TEST(TopologyWriters, JsonRoundTrip) {
   const TempDir dir;
   const fs::path root = dir.path() / "n";
@@ -396,6 +420,34 @@ TEST(TopologyWriters, JsonRoundTrip) {
   const NodeTopology n = probe_node(roots_of(root), source, true);
   const auto j = node_to_json(n);
   EXPECT_EQ(node_to_json(node_from_json(nlohmann::json::parse(j.dump()))).dump(), j.dump());
+}
+
+// Names in files map to the closed sets and back; an unknown NIC kind is an
+// error naming the NIC, an unknown bus or link peer the explicit "unknown".
+TEST(TopologyWriters, ClosedSetsReadBackByName) {
+  for (const auto& [kind, label] : nic_kind_names) EXPECT_EQ(parse_nic_kind(label), kind);
+  for (const auto& [bus, label] : nic_bus_names) EXPECT_EQ(parse_nic_bus(label), bus);
+  for (const auto& [peer, label] : link_peer_names) EXPECT_EQ(parse_link_peer(label), peer);
+  for (const auto& [status, label] : gdr_status_names) EXPECT_EQ(parse_gdr_status(label), status);
+  EXPECT_TRUE(is_rdma(NicKind::infiniband));
+  EXPECT_TRUE(is_rdma(NicKind::roce));
+  EXPECT_FALSE(is_rdma(NicKind::ethernet));
+
+  auto j = nlohmann::json::parse(R"({"nics": [{"name": "mlx5_0", "kind": "roce", "bus": "usb"}],
+      "gpus": [{"pci_bus_id": "0000:18:00.0", "nvlinks": [{"link": 0, "remote_kind": "bridge"}]}],
+      "gpudirect_rdma": {"status": "maybe"}})");
+  const NodeTopology n = node_from_json(j);
+  EXPECT_EQ(n.nics.at(0).kind, NicKind::roce);
+  EXPECT_EQ(n.nics.at(0).bus, NicBus::unknown);
+  EXPECT_EQ(n.gpus.at(0).nvlinks.at(0).remote_kind, LinkPeer::unknown);
+  EXPECT_EQ(n.gpudirect.status, GdrStatus::unknown);
+  j["nics"][0]["kind"] = "token-ring";
+  try {
+    (void)node_from_json(j);
+    FAIL() << "an unknown NIC kind was read";
+  } catch (const UsageError& e) {
+    EXPECT_STREQ(e.what(), "topology: NIC 'mlx5_0' has kind 'token-ring', not infiniband, roce or ethernet");
+  }
 }
 
 TEST(TopologyWriters, SummaryMatchesGolden) {

@@ -1,5 +1,8 @@
 #include "fabricbench/output/writers.hpp"
 
+#include "fabricbench/analysis/report.hpp"
+#include "fabricbench/output/printer.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -113,18 +116,18 @@ TEST(Writers, JsonStatusReportsWrongData) {
 
 TEST(Writers, CsvMatchesGolden) {
   std::ostringstream out;
-  write_csv(fixture().records, out);
+  write_csv(fixture(), out);
   expect_golden("result.csv", out.str());
 }
 
 TEST(Writers, CsvHasOneRowPerRecordAndEqualColumns) {
   std::ostringstream out;
   const RunResult r = fixture();
-  write_csv(r.records, out);
+  write_csv(r, out);
   std::istringstream in(out.str());
   std::string line;
   std::getline(in, line);
-  EXPECT_EQ(line.rfind("op,dtype,redop,root,placement,size_bytes", 0), 0U);
+  EXPECT_EQ(line.rfind("start_utc,label,hostnames,op,dtype,redop,root,placement,bytes", 0), 0U);
   int rows = 0;
   while (std::getline(in, line)) ++rows;
   EXPECT_EQ(rows, static_cast<int>(r.records.size()));
@@ -132,13 +135,138 @@ TEST(Writers, CsvHasOneRowPerRecordAndEqualColumns) {
 
 TEST(Writers, TableMatchesGolden) {
   std::ostringstream out;
-  const RunResult r = fixture();
-  TableWriter table(out);
+  RunResult r = fixture();
+  r.records[1].timing->distribution_from_second_batch = true;  // the in-place allreduce: p99 marked
+  TablePrinter table(out);
   table.point(std::span(r.records).subspan(0, 2));
   table.point(std::span(r.records).subspan(2, 1));
   table.point(std::span(r.records).subspan(3, 1));
   table.summary(r);
   expect_golden("table.txt", out.str());
+}
+
+// nccl-tests' parsers split a row on blanks and read fixed fields: size count
+// type redop root, then time algbw busbw #wrong twice. Ours follow after.
+TEST(Writers, TableKeepsNcclTestsColumnOrder) {
+  std::ostringstream out;
+  const RunResult r = fixture();
+  TablePrinter table(out);
+  table.point(std::span(r.records).subspan(0, 2));
+  std::istringstream in(out.str());
+  std::string line, header, row;
+  while (std::getline(in, line)) {
+    if (line.find("#wrong") != std::string::npos) header = line;
+    if (!line.empty() && line[0] != '#') row = line;
+  }
+  std::istringstream h(header.substr(1));
+  std::vector<std::string> names;
+  for (std::string w; h >> w;) names.push_back(w);
+  const std::vector<std::string> want{"size",  "count",  "type", "redop", "root",  "time",   "algbw",
+                                      "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "p50",
+                                      "p99",   "iters",  "p50",  "p99",   "iters"};
+  EXPECT_EQ(names, want);
+  std::istringstream cells(row);
+  std::vector<std::string> v;
+  for (std::string w; cells >> w;) v.push_back(w);
+  ASSERT_EQ(v.size(), want.size());
+  EXPECT_EQ(v[0], "1048576");
+  EXPECT_EQ(v[5], "500.00");  // out-of-place time
+  EXPECT_EQ(v[7], "3.15");    // out-of-place busbw
+  EXPECT_EQ(v[9], "400.00");  // in-place time
+  EXPECT_EQ(v[11], "3.93");   // in-place busbw
+  EXPECT_EQ(v[15], "40");     // iterations
+}
+
+TEST(Writers, TableSettingsHeaderAndClosingAverage) {
+  std::ostringstream out;
+  RunResult r = fixture();
+  RunConfig config;
+  config.iterations.warmup = 3;
+  config.iterations.fixed_iters = 50;
+  TablePrinter table(out);
+  table.context(config, r.run);
+  table.summary(r);
+  const std::string text = out.str();
+  EXPECT_NE(text.find("# Settings: warm-up 3 iterations; iterations fixed, 50 per size; check on; graph off"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("# Ranks (host memory, no GPU)\n#   node-a: 2 ranks\n#   node-b: 2 ranks\n"), std::string::npos)
+      << text;
+  // (3.145728 + 3.93216 + 2.097152) / 3 over the three timed records.
+  EXPECT_NE(text.find("# Avg bus bandwidth    : 3.05835 \n"), std::string::npos) << text;
+  r.run.transport = "nccl";
+  r.run.devices = {"rank 0: node-a GPU 0 H100", "rank 1: node-a GPU 1 H100"};
+  std::ostringstream gpu;
+  TablePrinter(gpu).context(config, r.run);
+  EXPECT_NE(gpu.str().find("# Using devices\n#   rank 0: node-a GPU 0 H100\n#   rank 1: node-a GPU 1 H100\n"),
+            std::string::npos)
+      << gpu.str();
+}
+
+// Records every call, so the multiplex's order can be seen.
+class Recorder final : public Printer {
+ public:
+  Recorder(std::string tag, std::vector<std::string>& log) : tag_(std::move(tag)), log_(&log) {}
+  void context(const RunConfig&, const RunInfo& run) override { log_->push_back(tag_ + " context " + run.transport); }
+  void point(std::span<const SweepRecord> p) override { log_->push_back(tag_ + " point " + std::to_string(p.size())); }
+  void finalize(const Report& report) override {
+    log_->push_back(tag_ + " finalize " + std::to_string(report.runs.size()));
+  }
+
+ private:
+  std::string tag_;
+  std::vector<std::string>* log_;
+};
+
+TEST(Printers, MultiplexHandsEveryStepToEachPrinterInOrder) {
+  std::vector<std::string> log;
+  PrinterMultiplex all;
+  all.add(std::make_unique<Recorder>("a", log));
+  all.add(std::make_unique<Recorder>("b", log));
+  EXPECT_EQ(all.size(), 2U);
+  const RunResult r = fixture();
+  all.context(RunConfig{}, r.run);
+  all.point(std::span(r.records).subspan(0, 2));
+  Report report;
+  report.runs.push_back({"r.json", r, {}, Level::ok, {}});
+  all.finalize(report);
+  EXPECT_EQ(log, (std::vector<std::string>{"a context mpi", "b context mpi", "a point 2", "b point 2", "a finalize 1",
+                                           "b finalize 1"}));
+}
+
+Report judged(RunResult r, ReportConfig config = {}) {
+  std::vector<ReportRun> runs{{"r.json", std::move(r), {}, Level::ok, {}}};
+  return build_report(std::move(runs), config, Expectations{});
+}
+
+TEST(Printers, RunSummaryNamesVerdictsCostFilesAndNextCommand) {
+  RunResult r = fixture();
+  r.duration_s = 36.0;
+  ReportConfig priced;
+  priced.price_per_gpu_hour = 2.0;
+  std::ostringstream out;
+  RunSummaryPrinter(out, {"out/r.json", "out/r.csv"}).finalize(judged(r, priced));
+  const std::string text = out.str();
+  EXPECT_NE(text.find("# Verdict: "), std::string::npos) << text;
+  // A CPU-only run: ranks, not GPUs. 36 s x 4 ranks x 2 per hour = 0.08.
+  EXPECT_NE(text.find("# Cost at 2 per rank-hour: this run 0.08 (36.0 s on 4 ranks, 2 nodes)"), std::string::npos)
+      << text;
+  const std::string cost = text.substr(text.find("# Cost"), text.find('\n', text.find("# Cost")) - text.find("# Cost"));
+  EXPECT_EQ(cost.find("GPU"), std::string::npos) << cost;
+  EXPECT_NE(text.find("# Files: out/r.json out/r.csv\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("# Next: fabricbench report out/r.json --html out/r.html\n"), std::string::npos) << text;
+  EXPECT_EQ(text.find("1 rank:"), std::string::npos) << text;
+}
+
+TEST(Printers, RunSummaryOnOneRankSaysNothingCrossedALink) {
+  RunResult r = fixture();
+  r.run.ranks = 1;
+  r.run.nodes = 1;
+  std::ostringstream out;
+  RunSummaryPrinter(out, {}).finalize(judged(r));
+  EXPECT_NE(out.str().find("1 rank: nothing crosses a link; launch with mpirun -np <ranks>"), std::string::npos)
+      << out.str();
+  EXPECT_NE(out.str().find("# Files: none written"), std::string::npos) << out.str();
 }
 
 }  // namespace

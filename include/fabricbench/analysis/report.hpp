@@ -13,19 +13,10 @@
 
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/core/config.hpp"
+#include "fabricbench/core/stats.hpp"
 #include "fabricbench/model/result.hpp"
 
 namespace fabricbench {
-
-// Mean and spread of one figure over the runs of a group.
-struct Spread {
-  double mean = 0;
-  double sd = 0;  // sample standard deviation; 0 for one run
-  double min = 0;
-  double max = 0;
-  int runs = 0;
-};
-Spread spread_of(const std::vector<double>& values);  // values not empty
 
 // What a run cost, at the price recorded in it or given to `report`.
 struct CostPoint {
@@ -42,6 +33,10 @@ struct CostSummary {
 };
 // nullopt when no price is known.
 std::optional<CostSummary> cost_of(const RunResult& result, const PriceInfo& override_price);
+
+// "GPUs" when the run drove GPUs (nccl), "ranks" on the host transport, so a
+// CPU-only run never speaks of GPUs.
+std::string unit_word(const RunResult& result);
 
 struct ReportRun {
   std::string path;
@@ -73,6 +68,64 @@ struct LadderRow {
   std::vector<std::optional<double>> efficiency;  // mean over the group's runs
 };
 
+// The charts, computed here so the printers only draw them.
+
+// busbw of one group's runs at one placement: a spread over the runs per size.
+struct ChartPoint {
+  std::size_t bytes = 0;
+  Spread busbw;
+};
+struct ChartSeries {
+  std::string label;  // the group ("A: 2 nodes (...)"), or the cluster for one group
+  std::size_t group = 0;
+  Placement placement = Placement::out_of_place;
+  std::vector<ChartPoint> points;  // by size, ascending
+};
+struct BusbwChart {
+  Op op = Op::allreduce;
+  std::vector<ChartSeries> series;  // by group, out-of-place before in-place
+};
+
+// One run's ladder: median busbw per level and op, as the run recorded it.
+struct LadderBar {
+  Op op = Op::allreduce;
+  std::size_t level = 0;  // index into LadderChart::levels
+  double busbw_median_gbs = 0;
+  std::optional<double> efficiency;
+};
+struct LadderChart {
+  std::size_t run = 0;  // index into Report::runs
+  std::size_t bytes = 0;
+  std::vector<std::string> levels;  // level_label order of first appearance
+  std::vector<Op> ops;
+  std::vector<LadderBar> bars;
+};
+
+// One measured link of a pair matrix.
+struct MatrixCell {
+  int from = 0;
+  int to = 0;
+  double value = 0;
+  bool flagged = false;  // a finding touches it
+};
+
+// A pair matrix to draw as a heat-map: row sends to column. Only measured
+// links are held, so the view grows with the links a file holds, not with
+// the square of its host list.
+struct MatrixChart {
+  std::string id;       // "pairs-0", "pairs-0-latency", "pairs-0-node-1"
+  std::string title;    // "Node-to-node bandwidth at 256 MiB"
+  std::string caption;  // the run file and what the colours mean
+  std::string unit;     // "GB/s" or "us"
+  bool higher_is_better = true;
+  int size = 0;
+  std::vector<std::string> labels;  // host names (or "local 0", ...)
+  std::vector<MatrixCell> cells;    // the measured links only, by row then column
+  double median = 0;                // core::median over the measured cells
+  double low = 0;                   // the lowest and highest measured value
+  double high = 0;
+};
+
 struct TopologyRow {
   std::string what;                 // "GPUs per node"
   std::vector<std::string> values;  // by group ("-" when unknown)
@@ -82,10 +135,13 @@ struct TopologyRow {
 struct Report {
   std::vector<ReportRun> runs;
   std::vector<ReportGroup> groups;
-  std::vector<CompareRow> compare;    // when several runs
-  std::vector<LadderRow> ladder;      // when several runs and any has a ladder
-  std::vector<TopologyRow> topology;  // when several groups and any has a topology
-  Level level = Level::ok;            // worst over the runs
+  std::vector<CompareRow> compare;         // when several runs
+  std::vector<LadderRow> ladder;           // when several runs and any has a ladder
+  std::vector<TopologyRow> topology;       // when several groups and any has a topology
+  std::vector<BusbwChart> busbw_charts;    // one per op with timings, ascending op
+  std::vector<LadderChart> ladder_charts;  // one per run with a ladder
+  std::vector<MatrixChart> matrix_charts;  // per run: node bandwidth, node latency, each node's local ranks
+  Level level = Level::ok;                 // worst over the runs
   int exit_code = 0;
 };
 

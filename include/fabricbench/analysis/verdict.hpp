@@ -9,6 +9,7 @@
 // - gates: `--expect` expressions such as `allreduce.busbw>=350`.
 // Pure logic over records, so every rule is tested with fixture runs.
 
+#include <array>
 #include <cstddef>
 #include <optional>
 #include <span>
@@ -16,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/core/name_table.hpp"
 #include "fabricbench/model/result.hpp"
 
 namespace fabricbench {
@@ -24,9 +26,32 @@ namespace fabricbench {
 enum class Level { info, ok, warn, fail };
 std::string_view name(Level level);  // "INFO", "OK", "WARN", "FAIL"
 
+// What a verdict judges.
+enum class VerdictKind { data, complete, finding, anomaly, ladder, reference, gate };
+inline constexpr NameTable<VerdictKind, 7> verdict_kind_names{{
+    {VerdictKind::data, "data"},
+    {VerdictKind::complete, "complete"},
+    {VerdictKind::finding, "finding"},
+    {VerdictKind::anomaly, "anomaly"},
+    {VerdictKind::ladder, "ladder"},
+    {VerdictKind::reference, "reference"},
+    {VerdictKind::gate, "gate"},
+}};
+constexpr std::string_view name(VerdictKind kind) { return name_in(verdict_kind_names, kind); }
+
+// How the GPUs of a node reach each other, best first.
+enum class GpuLink { nvswitch, nvlink, pcie, none };
+inline constexpr NameTable<GpuLink, 4> gpu_link_names{{
+    {GpuLink::nvswitch, "nvswitch"},
+    {GpuLink::nvlink, "nvlink"},
+    {GpuLink::pcie, "pcie"},
+    {GpuLink::none, "none"},
+}};
+constexpr std::string_view name(GpuLink link) { return name_in(gpu_link_names, link); }
+
 struct Verdict {
   Level level = Level::info;
-  std::string kind;     // "data", "complete", "finding", "anomaly", "ladder", "reference", "gate"
+  VerdictKind kind = VerdictKind::data;
   std::string subject;  // "allreduce.busbw", "node-b", the gate's text
   std::string reason;   // one sentence a person can act on
   std::string source;   // references: where the expected figure comes from
@@ -36,9 +61,9 @@ struct Verdict {
 struct Hardware {
   std::optional<std::string> gpu_model;  // the most common GPU name
   int gpus_per_node = 0;                 // fewest over nodes
-  std::string gpu_link;                  // "nvswitch", "nvlink", "pcie", or "none" without GPUs
+  GpuLink gpu_link = GpuLink::none;      // none without GPUs
   int rdma_nics = 0;                     // active RDMA NICs per node (fewest over nodes)
-  std::string nic_kind;                  // "infiniband", "roce", or empty
+  std::optional<NicKind> nic_kind;       // the most common active RDMA kind; empty without one
   std::optional<double> nic_rate_gbps;   // the fastest active RDMA port, Gb/s
   std::optional<int> pcie_gen;           // of the GPUs' links (the most common current generation)
   std::optional<int> pcie_width;
@@ -47,16 +72,26 @@ Hardware detect_hardware(const ClusterTopology& topology);
 // "8×NVIDIA H100 80GB HBM3, NVSwitch, 8×infiniband 400 Gb/s, PCIe Gen5 x16".
 std::string describe(const Hardware& hardware);
 
+// The figures a reference gives an expected value for.
+enum class ReferenceFigure { allreduce_busbw, p2p_per_nic_gbs, topo_h2d_gbs, topo_d2h_gbs };
+inline constexpr NameTable<ReferenceFigure, 4> reference_figure_names{{
+    {ReferenceFigure::allreduce_busbw, "allreduce.busbw"},
+    {ReferenceFigure::p2p_per_nic_gbs, "p2p.per_nic_gbs"},
+    {ReferenceFigure::topo_h2d_gbs, "topo.h2d_gbs"},
+    {ReferenceFigure::topo_d2h_gbs, "topo.d2h_gbs"},
+}};
+constexpr std::string_view name(ReferenceFigure figure) { return name_in(reference_figure_names, figure); }
+
 struct Reference {
   std::string id;
-  std::string label;   // "8×H100 NVSwitch"
-  std::string figure;  // "allreduce.busbw", "p2p.per_nic_gbs", "topo.h2d_gbs", "topo.d2h_gbs"
+  std::string label;  // "8×H100 NVSwitch"
+  ReferenceFigure figure = ReferenceFigure::allreduce_busbw;
   std::string scope;
   // Match keys; an empty one matches anything.
   std::optional<std::string> gpu_model_contains;
   std::optional<int> gpus_per_node;
-  std::optional<std::string> gpu_link;
-  std::optional<std::string> nic_kind;
+  std::optional<GpuLink> gpu_link;
+  std::optional<NicKind> nic_kind;
   std::optional<double> nic_rate_gbps;
   std::optional<int> pcie_gen;
   std::optional<int> pcie_width;
@@ -104,12 +139,76 @@ void require_reference(std::vector<Verdict>& reference_verdicts);
 // Every value in scope must satisfy the comparison; the verdict names the
 // worst. A figure the run does not hold (no ladder, no topology, a size not
 // measured) fails the gate with that reason: a gate never passes unasked.
+// The subjects of a gate: any op, or one of the named families.
+enum class GateFamily { op, scale, pairs, topo };
+
+// Every metric a gate can name, once: its family, its name after the dot and
+// the unit of its values. Parsing lists and looks metrics up in this table;
+// evaluation dispatches on the family and takes the unit from it.
+enum class GateMetric {
+  busbw,
+  algbw,
+  time_us,
+  p50_us,
+  p99_us,
+  scale_busbw,
+  scale_busbw_min,
+  scale_efficiency,
+  pairs_bandwidth,
+  pairs_latency_us,
+  pairs_findings,
+  topo_h2d_gbs,
+  topo_d2h_gbs,
+  topo_local_copy_gbs,
+  topo_gpus,
+  topo_anomalies,
+};
+struct GateMetricInfo {
+  GateMetric metric;
+  GateFamily family;
+  std::string_view name;
+  std::string_view unit;  // "GB/s", "us", or empty for counts and ratios
+};
+inline constexpr std::array<GateMetricInfo, 16> gate_metrics{{
+    {GateMetric::busbw, GateFamily::op, "busbw", "GB/s"},
+    {GateMetric::algbw, GateFamily::op, "algbw", "GB/s"},
+    {GateMetric::time_us, GateFamily::op, "time_us", "us"},
+    {GateMetric::p50_us, GateFamily::op, "p50_us", "us"},
+    {GateMetric::p99_us, GateFamily::op, "p99_us", "us"},
+    {GateMetric::scale_busbw, GateFamily::scale, "busbw", "GB/s"},
+    {GateMetric::scale_busbw_min, GateFamily::scale, "busbw_min", "GB/s"},
+    {GateMetric::scale_efficiency, GateFamily::scale, "efficiency", ""},
+    {GateMetric::pairs_bandwidth, GateFamily::pairs, "bandwidth", "GB/s"},
+    {GateMetric::pairs_latency_us, GateFamily::pairs, "latency_us", "us"},
+    {GateMetric::pairs_findings, GateFamily::pairs, "findings", ""},
+    {GateMetric::topo_h2d_gbs, GateFamily::topo, "h2d_gbs", "GB/s"},
+    {GateMetric::topo_d2h_gbs, GateFamily::topo, "d2h_gbs", "GB/s"},
+    {GateMetric::topo_local_copy_gbs, GateFamily::topo, "local_copy_gbs", "GB/s"},
+    {GateMetric::topo_gpus, GateFamily::topo, "gpus", ""},
+    {GateMetric::topo_anomalies, GateFamily::topo, "anomalies", ""},
+}};
+const GateMetricInfo& info(GateMetric metric);
+// "busbw": the name after the dot.
+std::string_view name(GateMetric metric);
+
+enum class Comparison { ge, le, eq, gt, lt };
+// Two-character forms first, so ">=" is not read as ">".
+inline constexpr NameTable<Comparison, 5> comparison_names{{
+    {Comparison::ge, ">="},
+    {Comparison::le, "<="},
+    {Comparison::eq, "=="},
+    {Comparison::gt, ">"},
+    {Comparison::lt, "<"},
+}};
+constexpr std::string_view name(Comparison comparison) { return name_in(comparison_names, comparison); }
+
 struct Gate {
   std::string text;
-  std::string subject;  // "allreduce", "scale", "pairs", "topo"
-  std::string metric;
+  std::string subject;   // the op's name, "scale", "pairs", "topo"
+  std::optional<Op> op;  // for an op's gate
+  GateMetric metric = GateMetric::busbw;
   std::optional<std::size_t> at;  // size in bytes, or nodes per group for scale
-  std::string comparison;         // ">=", "<=", ">", "<", "=="
+  Comparison comparison = Comparison::ge;
   double value = 0;
 };
 

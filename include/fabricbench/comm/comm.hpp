@@ -1,20 +1,37 @@
 #pragma once
 // Comm: a process group for the coordination the engine needs (agreeing on
-// counts, gathering timings, barriers). Backed by an MPI communicator when
-// built with MPI, or a single process without, or by one of the groups
-// without MPI of local_comm.hpp (threads, or processes meeting in a folder). Move-only; a communicator
-// obtained by split() is owned and freed, world() is not. There is no copy:
-// duplicating a communicator is a collective and is only ever done
-// explicitly (split / duplicate), never by accident.
+// counts, gathering timings, barriers). One interface over four kinds of
+// group: an MPI communicator (built with MPI), one process alone (without),
+// and the groups without MPI of local_comm.hpp (threads of one process, or
+// processes meeting in a folder). Move-only; a group obtained by split() is
+// owned and freed, world() is not. There is no copy: duplicating a
+// communicator is a collective and is only ever done explicitly (split),
+// never by accident.
+//
+// Values cross ranks as their bytes, typed: numbers are never written as text
+// and parsed back. A group whose members may not agree on a size (a folder
+// other processes write into) checks every contribution before reading it.
 
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace fabricbench {
+
+namespace detail {
+class CommBackend;
+struct CommAccess;
+}  // namespace detail
+
+// What may cross ranks as its bytes: a plain value (numbers, enums, structs
+// and arrays of them), not a pointer, whose meaning would not travel.
+template <typename T>
+concept WireValue = std::is_trivially_copyable_v<T> && !std::is_pointer_v<T> && !std::is_array_v<T>;
 
 class Comm {
  public:
@@ -38,34 +55,43 @@ class Comm {
   void allreduce_max(std::span<double> values) const;
   void allreduce_sum(std::span<std::uint64_t> values) const;
   void allreduce_max(std::span<std::int64_t> values) const;
-  // Every member's string, in rank order, on every member.
-  [[nodiscard]] std::vector<std::string> allgather(const std::string& mine) const;
 
-  template <typename T>
-  T broadcast_value(T value, int root) const {
+  // Every member's bytes (text or any encoding), in rank order, on every member.
+  [[nodiscard]] std::vector<std::string> allgather(const std::string& mine) const;
+  // Every member's value, in rank order, on every member.
+  template <WireValue T>
+  [[nodiscard]] std::vector<T> allgather_value(const T& mine) const {
+    std::vector<T> all(static_cast<std::size_t>(size()));
+    allgather_fixed(std::as_bytes(std::span<const T>(&mine, 1)), std::as_writable_bytes(std::span<T>(all)));
+    return all;
+  }
+
+  // `value` of `root`, on every member.
+  template <WireValue T>
+  [[nodiscard]] T broadcast_value(T value, int root) const {
     broadcast(std::as_writable_bytes(std::span<T>(&value, 1)), root);
     return value;
   }
+  // The bytes of `root`, of any length, on every member.
+  [[nodiscard]] std::string broadcast_bytes(std::string bytes, int root) const;
 
   // Collective over this group: members with equal color form a new group,
   // ordered by key. A negative color yields an empty group for the caller.
   [[nodiscard]] Comm split(int color, int key) const;
   // Collective: the members sharing memory with this process (same node).
   [[nodiscard]] Comm split_shared() const;
+  // Whether this member is in no group (a negative color of split()).
   [[nodiscard]] bool empty() const;
 
   // Aborts every process of the job with this exit code (MPI_Abort), or exits.
   [[noreturn]] void abort(int exit_code) const;
 
-  struct Impl;
-  [[nodiscard]] const Impl& impl() const { return *impl_; }
-  // Wraps an implementation made by the transports' sources (the groups
-  // without MPI of local_comm.hpp).
-  static Comm adopt(std::unique_ptr<Impl> impl);
-
  private:
-  explicit Comm(std::unique_ptr<Impl> impl);
-  std::unique_ptr<Impl> impl_;
+  friend struct detail::CommAccess;
+  explicit Comm(std::unique_ptr<detail::CommBackend> backend);
+  void allgather_fixed(std::span<const std::byte> mine, std::span<std::byte> all) const;
+  [[nodiscard]] detail::CommBackend& backend() const;
+  std::unique_ptr<detail::CommBackend> backend_;
 };
 
 // MPI_Init / MPI_Finalize for the life of main(); a no-op without MPI.

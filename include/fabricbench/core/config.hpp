@@ -109,6 +109,7 @@ struct RunConfig {
   InPlaceChoice inplace = InPlaceChoice::both;
   std::string json_path;
   std::string csv_path;
+  std::string label;  // --label: names the run in its JSON, CSV rows and comparisons
   bool quiet = false;
   ProgressChoice progress = ProgressChoice::automatic;
   GpuConfig gpu;

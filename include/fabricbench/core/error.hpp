@@ -1,7 +1,9 @@
 #pragma once
 // Errors of fabricbench. Every error that reaches main() becomes one line on
-// stderr and an exit status: UsageError (bad flag or value, an output that
-// cannot be written) exits 2, CheckError (wrong data) exits 1, anything else 1.
+// stderr and an exit status (core/exit_codes.hpp): UsageError (bad flag or
+// value, an output that cannot be written) exits 2, anything else 4. Wrong
+// data is not an exception: the run finishes, saves what it measured and
+// exits 3 (the judge phase of app/app.cpp).
 
 #include <stdexcept>
 #include <string>

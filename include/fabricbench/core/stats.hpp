@@ -1,5 +1,6 @@
 #pragma once
-// Statistics over per-iteration samples.
+// Statistics: the one percentile, median and spread every layer uses, so a
+// median named in a finding, a table and a chart is the same number.
 
 #include <span>
 
@@ -9,7 +10,8 @@ struct SampleStats {
   double mean = 0;
   double p50 = 0;
   double p99 = 0;
-  double cv = 0;  // sample standard deviation / mean; 0 for fewer than 2 samples
+  double sd = 0;  // sample standard deviation; 0 for fewer than 2 samples
+  double cv = 0;  // sd / mean; 0 for fewer than 2 samples or a zero mean
   double min = 0;
   double max = 0;
 };
@@ -18,6 +20,21 @@ struct SampleStats {
 // definition of R and numpy's default), q in [0, 1]. Empty input gives 0.
 double percentile(std::span<const double> samples, double q);
 
+// The interpolated median, percentile(samples, 0.5): the mean of the two
+// middle values for an even count.
+double median(std::span<const double> samples);
+
 SampleStats summarize(std::span<const double> samples);
+
+// Mean and spread of one figure over several runs.
+struct Spread {
+  double mean = 0;
+  double sd = 0;  // sample standard deviation; 0 for one run
+  double min = 0;
+  double max = 0;
+  int runs = 0;
+};
+// Empty input gives runs = 0 and zeros.
+Spread spread_of(std::span<const double> values);
 
 }  // namespace fabricbench

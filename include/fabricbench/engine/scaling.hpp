@@ -101,4 +101,9 @@ std::vector<ProjectionPoint> project_levels(const ProjectionInput& input, const 
 
 std::string_view name(LevelKind kind);
 
+// The one label of a level, wherever it is shown: "1 node", "2 nodes",
+// "rail (1 rank/node)".
+std::string level_label(LevelKind kind, int nodes_per_group);
+std::string level_label(const LevelResult& level);
+
 }  // namespace fabricbench

@@ -22,6 +22,10 @@ struct Timing {
   double algbw_gbs = 0;  // bytes / time_us, GB = 1e9 bytes
   double busbw_gbs = 0;  // algbw * busbw_factor
   int iterations = 0;
+  // p50/p99 came from a second batch of the same length (small messages,
+  // where a stamp per iteration would show in the headline). Known while the
+  // run measures; not part of the saved result.
+  bool distribution_from_second_batch = false;
   std::optional<std::uint64_t> wrong;  // summed over ranks; nullopt when not checked
 };
 

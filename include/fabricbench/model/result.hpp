@@ -21,6 +21,7 @@ namespace fabricbench {
 
 // What the tool is: written into every result file.
 struct ToolInfo {
+  std::string name = "fabricbench";
   std::string version;
   std::string git;
   std::vector<std::string> transports;           // compiled in
@@ -37,6 +38,7 @@ struct PriceInfo {
 // Who ran where, and how.
 struct RunInfo {
   std::string start_utc;  // ISO 8601, e.g. 2026-11-29T19:09:14Z
+  std::string label;      // --label: names the run in CSV rows and comparisons; empty when not given
   std::vector<std::string> command_line;
   int ranks = 0;
   int nodes = 0;

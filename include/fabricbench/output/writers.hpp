@@ -12,25 +12,15 @@
 
 namespace fabricbench {
 
-// CSV: a header row, one row per record, plain numbers, units in the column
-// names; empty cells for what was not measured.
-void write_csv(std::span<const SweepRecord> records, std::ostream& out);
+// CSV: a header row, one row per sweep record with the run's identity
+// first; the columns are the JSON's names (model/result_csv.hpp), plain
+// numbers, empty cells for what was not measured.
+void write_csv(const RunResult& result, std::ostream& out);
 
 // The ladder, the pair matrix and the findings as terminal tables.
 void write_ladder(const ScaleResult& scaling, std::ostream& out);
 void write_pairs(const PairsResult& pairs, const std::vector<Finding>& findings, std::ostream& out);
 
-// The terminal table, nccl-tests-like: one row per point with out-of-place and
-// in-place side by side.
-class TableWriter {
- public:
-  explicit TableWriter(std::ostream& out) : out_(&out) {}
-  void point(std::span<const SweepRecord> placements);
-  void summary(const RunResult& result);
-
- private:
-  std::ostream* out_;
-  std::string current_header_;
-};
+// The terminal table is a printer: TablePrinter in printer.hpp.
 
 }  // namespace fabricbench

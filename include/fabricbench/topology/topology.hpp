@@ -10,7 +10,64 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/core/name_table.hpp"
+
 namespace fabricbench {
+
+// The closed sets of the records, each with its one name table (the names in
+// result files and reports).
+
+// What an NVLink reaches at its other end.
+enum class LinkPeer { gpu, nvswitch, cpu, unknown };
+inline constexpr NameTable<LinkPeer, 4> link_peer_names{{
+    {LinkPeer::gpu, "gpu"},
+    {LinkPeer::nvswitch, "switch"},
+    {LinkPeer::cpu, "cpu"},
+    {LinkPeer::unknown, "unknown"},
+}};
+constexpr std::string_view name(LinkPeer peer) { return name_in(link_peer_names, peer); }
+// An unknown name is LinkPeer::unknown.
+constexpr LinkPeer parse_link_peer(std::string_view text) {
+  return parse_in(link_peer_names, text).value_or(LinkPeer::unknown);
+}
+
+enum class NicKind { infiniband, roce, ethernet };
+inline constexpr NameTable<NicKind, 3> nic_kind_names{{
+    {NicKind::infiniband, "infiniband"},
+    {NicKind::roce, "roce"},
+    {NicKind::ethernet, "ethernet"},
+}};
+constexpr std::string_view name(NicKind kind) { return name_in(nic_kind_names, kind); }
+constexpr std::optional<NicKind> parse_nic_kind(std::string_view text) { return parse_in(nic_kind_names, text); }
+// InfiniBand and RoCE devices carry RDMA; a plain Ethernet interface does not.
+constexpr bool is_rdma(NicKind kind) { return kind == NicKind::infiniband || kind == NicKind::roce; }
+
+// The bus a NIC sits on.
+enum class NicBus { pci, virtio, unknown };
+inline constexpr NameTable<NicBus, 3> nic_bus_names{{
+    {NicBus::pci, "pci"},
+    {NicBus::virtio, "virtio"},
+    {NicBus::unknown, "unknown"},
+}};
+constexpr std::string_view name(NicBus bus) { return name_in(nic_bus_names, bus); }
+// An unknown name is NicBus::unknown.
+constexpr NicBus parse_nic_bus(std::string_view text) {
+  return parse_in(nic_bus_names, text).value_or(NicBus::unknown);
+}
+
+// Whether GPUDirect RDMA can work: a peer-memory module is loaded (ready), is
+// not (absent), or it cannot be told.
+enum class GdrStatus { ready, absent, unknown };
+inline constexpr NameTable<GdrStatus, 3> gdr_status_names{{
+    {GdrStatus::ready, "ready"},
+    {GdrStatus::absent, "absent"},
+    {GdrStatus::unknown, "unknown"},
+}};
+constexpr std::string_view name(GdrStatus status) { return name_in(gdr_status_names, status); }
+// An unknown name is GdrStatus::unknown.
+constexpr GdrStatus parse_gdr_status(std::string_view text) {
+  return parse_in(gdr_status_names, text).value_or(GdrStatus::unknown);
+}
 
 // How two PCI devices reach each other, in the vocabulary of
 // `nvidia-smi topo -m`, best first. NVLink (NV#) is kept apart as a link count.
@@ -31,8 +88,8 @@ struct NvLink {
   int link = 0;  // NVML link index
   std::optional<bool> active;
   std::optional<int> version;
-  std::optional<std::string> remote_pci;   // bus id at the other end
-  std::optional<std::string> remote_kind;  // "gpu", "switch", "cpu", "unknown"
+  std::optional<std::string> remote_pci;  // bus id at the other end
+  std::optional<LinkPeer> remote_kind;
 };
 
 struct GpuInfo {
@@ -76,10 +133,10 @@ struct NicPort {
 
 // An RDMA device (InfiniBand or RoCE) or an Ethernet interface.
 struct NicInfo {
-  std::string name;                        // "mlx5_0", "eth0"
-  std::string kind;                        // "infiniband", "roce", "ethernet"
+  std::string name;  // "mlx5_0", "eth0"
+  NicKind kind = NicKind::ethernet;
   std::optional<std::string> pci_address;  // the PCI function (for virtio: the virtio PCI device)
-  std::string bus;                         // "pci", "virtio", "unknown"
+  NicBus bus = NicBus::unknown;
   std::optional<std::string> driver;
   std::optional<int> numa_node;
   std::optional<std::string> firmware;  // RDMA devices
@@ -90,8 +147,11 @@ struct NicInfo {
   std::optional<std::string> operstate;  // "up", "down", ...
 };
 
+// An RDMA device (InfiniBand or RoCE), the one definition.
+inline bool is_rdma(const NicInfo& nic) { return is_rdma(nic.kind); }
+
 struct GpuDirectRdma {
-  std::string status = "unknown";     // "ready", "absent", "unknown"
+  GdrStatus status = GdrStatus::unknown;
   std::optional<std::string> module;  // "nvidia_peermem" or "nv_peer_mem" when loaded
   std::optional<bool> dma_buf;        // the kernel exposes dma-buf (the GPU side is not verified)
 };
@@ -129,7 +189,7 @@ struct NodeTopology {
 struct Anomaly {
   std::string kind;  // "gpu_count", "gpu_model", "driver", "pcie_downtrained", "nvlink_down",
                      // "nic_port_down", "nic_slow", "gpudirect_rdma_absent", "gpu_no_local_nic",
-                     // "h2d_slow", "d2h_slow"
+                     // "h2d_slow", "d2h_slow", "topology_unreadable" (a node's record did not parse)
   std::string host;
   std::string device;  // "GPU 3 (0000:5d:00.0)", "mlx5_3 port 1", or empty for the node
   std::string detail;

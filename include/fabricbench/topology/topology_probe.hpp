@@ -25,4 +25,10 @@ NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& source, bool mea
 // analysed cluster view (by node index of `layout`).
 ClusterTopology gather_topology(const Comm& world, const Layout& layout, const TopologyOptions& options);
 
+// The cluster from the record each world rank sent (empty from ranks that
+// do not lead a node). A record that does not parse, or names no node of
+// `layout`, is not dropped: it becomes a "topology_unreadable" anomaly
+// naming the sender's node (by the layout's hostname).
+ClusterTopology cluster_from_records(const std::vector<std::string>& records, const Layout& layout);
+
 }  // namespace fabricbench

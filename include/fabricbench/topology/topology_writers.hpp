@@ -1,5 +1,8 @@
 #pragma once
-// The JSON "topology" section and its reading back, which gathering uses.
+// The JSON "topology" section and its reading back, which gathering uses:
+// here, below engine and model, because the probe's gather sends each node's
+// record as this JSON. One field list per record (in topology_writers.cpp,
+// walked by core/json_fields.hpp) drives both directions.
 // The human summary is output/topology_summary.hpp.
 
 #include <nlohmann/json.hpp>
@@ -12,5 +15,7 @@ nlohmann::ordered_json node_to_json(const NodeTopology& node);
 // The inverse of node_to_json; missing or mistyped members stay unknown.
 NodeTopology node_from_json(const nlohmann::json& j);
 nlohmann::ordered_json topology_to_json(const ClusterTopology& cluster);
+// The inverse of topology_to_json, as lenient as node_from_json.
+ClusterTopology topology_from_json(const nlohmann::json& j);
 
 }  // namespace fabricbench

@@ -1,23 +1,22 @@
 #pragma once
-// comm's internals: the interface behind the non-MPI groups of local_comm.hpp.
-// One primitive, an all-gather of byte strings, carries every collective of
-// Comm; it is small-value coordination, so simplicity wins over speed.
+// comm's internals: the base of the groups without MPI of local_comm.hpp
+// (threads, processes meeting in a folder). One primitive, an all-gather of
+// byte strings, carries every collective; it is small-value coordination, so
+// simplicity wins over speed. Every member reduces the same values in the same
+// rank order, so results agree bit for bit, and every contribution is checked
+// for its size before it is read (in a folder, another process wrote it).
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace fabricbench {
+#include "fabricbench/comm/detail/backend.hpp"
 
-class GroupBackend {
+namespace fabricbench::detail {
+
+class GroupBackend : public CommBackend {
  public:
-  GroupBackend() = default;
-  GroupBackend(const GroupBackend&) = delete;
-  GroupBackend& operator=(const GroupBackend&) = delete;
-  virtual ~GroupBackend() = default;
-
-  [[nodiscard]] virtual int rank() const = 0;
-  [[nodiscard]] virtual int size() const = 0;
   // Every member's bytes, in rank order. Collective.
   virtual std::vector<std::string> exchange(const std::string& mine) = 0;
   // The group of `members` (ranks of this group, in new rank order), of which
@@ -26,8 +25,21 @@ class GroupBackend {
   // unique among the subgroups of this group.
   virtual std::unique_ptr<GroupBackend> subgroup(const std::vector<int>& members, int index,
                                                  const std::string& tag) = 0;
-  // Every member's pending and later collectives fail with `why`.
-  virtual void fail(const std::string& why) noexcept = 0;
+
+  void barrier() override;
+  void broadcast(std::span<std::byte> data, int root) override;
+  void allreduce(std::span<std::byte> values, Scalar type, Reduction op) override;
+  void allgather_fixed(std::span<const std::byte> mine, std::span<std::byte> all) override;
+  std::vector<std::string> allgather_bytes(std::string_view mine) override;
+  std::unique_ptr<CommBackend> split(int color, int key) override;
+  // Members with the same host name: without MPI there is no shared-memory
+  // query, and these groups are one node in practice.
+  std::unique_ptr<CommBackend> split_shared() override;
+  [[noreturn]] void abort(int exit_code) override;
+  [[nodiscard]] bool launcher_free() const override { return true; }
+
+ private:
+  std::uint64_t splits_ = 0;
 };
 
-}  // namespace fabricbench
+}  // namespace fabricbench::detail

@@ -1,0 +1,214 @@
+#pragma once
+// The field lists of the result records (core/json_fields.hpp says how they
+// are walked): each member once, under its JSON key, in key order. The JSON
+// writer and reader (model/result_json.hpp) and the CSV columns
+// (model/result_csv.hpp) all follow them, so a new member of one of these
+// records is one line here, plus its entry in src/schema/result.schema.json
+// (a test checks the two agree).
+
+#include <concepts>
+#include <optional>
+#include <string_view>
+#include <type_traits>
+
+#include "fabricbench/core/json_fields.hpp"
+#include "fabricbench/core/types.hpp"
+#include "fabricbench/model/result.hpp"
+
+namespace fabricbench {
+
+// ---- names of the closed sets, read back ----------------------------------
+
+inline std::optional<Op> from_name(std::string_view text, fields::tag<Op>) { return parse_op(text); }
+inline std::optional<DType> from_name(std::string_view text, fields::tag<DType>) {
+  // Only the names this build writes: an alias ("double") is command-line spelling.
+  const std::optional<DType> d = parse_dtype(text);
+  return d && name(*d) == text ? d : std::nullopt;
+}
+inline std::optional<RedOp> from_name(std::string_view text, fields::tag<RedOp>) { return parse_redop(text); }
+inline std::optional<Placement> from_name(std::string_view text, fields::tag<Placement>) {
+  for (const Placement p : {Placement::out_of_place, Placement::in_place})
+    if (text == name(p)) return p;
+  return std::nullopt;
+}
+inline std::optional<LevelKind> from_name(std::string_view text, fields::tag<LevelKind>) {
+  for (const LevelKind k : {LevelKind::nodes, LevelKind::rail})
+    if (text == name(k)) return k;
+  return std::nullopt;
+}
+inline std::optional<FindingKind> from_name(std::string_view text, fields::tag<FindingKind>) {
+  for (const FindingKind k : {FindingKind::slow_node, FindingKind::slow_link})
+    if (text == name(k)) return k;
+  return std::nullopt;
+}
+inline std::optional<P2PTest> from_name(std::string_view text, fields::tag<P2PTest>) {
+  // Only the names this build writes.
+  const std::optional<P2PTest> t = parse_p2p_test(text);
+  return t && name(*t) == text ? t : std::nullopt;
+}
+inline std::string_view name(RankTime choice) { return choice_name(choice); }
+inline std::optional<RankTime> from_name(std::string_view text, fields::tag<RankTime>) {
+  return parse_choice<RankTime>(text);
+}
+
+// ---- sweep ----------------------------------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, Timing>
+void fields_of(Self& t, Field&& field) {
+  field("time_us", t.time_us);
+  field("time_min_us", t.time_min_us);
+  field("time_max_us", t.time_max_us);
+  field("p50_us", t.p50_us);
+  field("p99_us", t.p99_us);
+  field("cv", t.cv);
+  field("algbw_gbs", t.algbw_gbs);
+  field("busbw_gbs", t.busbw_gbs);
+  field("iterations", t.iterations);
+  field("wrong", t.wrong);
+}
+
+// A measured point carries its timing's members; a skipped one says why.
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, SweepRecord>
+void fields_of(Self& r, Field&& field) {
+  field("op", r.op);
+  field("dtype", r.dtype);
+  field("redop", r.redop);
+  field("root", r.root);
+  field("placement", r.placement);
+  field("bytes", r.bytes);
+  field("count", r.count);
+  field("ranks", r.ranks);
+  field(fields::inlined(r.timing));
+  field("skipped", fields::omitted(r.skipped));
+}
+
+// ---- scaling ladder -------------------------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, GroupResult>
+void fields_of(Self& g, Field&& field) {
+  field("group", g.group);
+  field("nodes", g.nodes);
+  field("hosts", g.hosts);
+  field("ranks", g.ranks);
+  field("time_us", g.time_us);
+  field("busbw_gbs", g.busbw_gbs);
+  field("wrong", g.wrong);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, LevelResult>
+void fields_of(Self& l, Field&& field) {
+  field("kind", l.kind);
+  field("op", l.op);
+  field("bytes", l.bytes);
+  field("nodes_per_group", l.nodes_per_group);
+  field("ranks_per_group", l.ranks_per_group);
+  field("groups", l.groups);
+  field("busbw_min_gbs", l.busbw_min_gbs);
+  field("busbw_median_gbs", l.busbw_median_gbs);
+  field("efficiency", l.efficiency);
+  field("ceiling_gbs", l.ceiling_gbs);
+  field("ceiling_fraction", l.ceiling_fraction);
+  field("warning", fields::empty_as_null(l.warning));
+}
+
+// The projection's input; its points sit beside it in the "projection"
+// object (model/result_json.cpp).
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, ProjectionInput>
+void fields_of(Self& p, Field&& field) {
+  field("grad_bytes", p.grad_bytes);
+  field("compute_ms", p.compute_ms);
+  field("overlap", p.overlap);
+  field("sharded", p.sharded);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, ProjectionPoint>
+void fields_of(Self& p, Field&& field) {
+  field("nodes", p.nodes);
+  field("gpus", p.gpus);
+  field("comm_ms", p.comm_ms);
+  field("step_ms", p.step_ms);
+  field("speedup", p.speedup);
+  field("efficiency", p.efficiency);
+}
+
+// ---- pair matrix ----------------------------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, Finding>
+void fields_of(Self& f, Field&& field) {
+  field("kind", f.kind);
+  field("nodes", f.nodes);
+  field("hosts", f.hosts);
+  field("value_gbs", f.value_gbs);
+  field("reference_gbs", f.reference_gbs);
+  field("message", f.message);
+}
+
+// ---- p2p --sweep ---------------------------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, P2PRecord>
+void fields_of(Self& r, Field&& field) {
+  field("test", r.test);
+  field("bytes", r.bytes);
+  field("window", r.window);
+  field("time_us", r.time_us);
+  field("latency_us", r.latency_us);
+  field("bandwidth_gbs", r.bandwidth_gbs);
+  field("iterations", r.iterations);
+  field("wrong", r.wrong);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, P2PSweepResult>
+void fields_of(Self& p, Field&& field) {
+  field("ranks", p.ranks);
+  field("hosts", p.hosts);
+  field("window", p.window);
+  field("records", p.records);
+  field("wrong", p.wrong);
+}
+
+// ---- the run --------------------------------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, ToolInfo>
+void fields_of(Self& t, Field&& field) {
+  field("name", t.name);
+  field("version", t.version);
+  field("git", t.git);
+  field("transports", t.transports);
+  field("libraries", t.libraries);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PriceInfo>
+void fields_of(Self& p, Field&& field) {
+  field("price_per_gpu_hour", fields::omitted(p.per_gpu_hour));
+  field("price_per_node_hour", fields::omitted(p.per_node_hour));
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, RunInfo>
+void fields_of(Self& r, Field&& field) {
+  field("start_utc", r.start_utc);
+  field("label", fields::omitted(r.label));
+  field("command_line", r.command_line);
+  field("ranks", r.ranks);
+  field("nodes", r.nodes);
+  field("ranks_per_node", r.ranks_per_node);
+  field("hostnames", r.hostnames);
+  field("transport", r.transport);
+  field("environment", r.environment);
+  field("devices", fields::omitted(r.devices));
+  field("cost", fields::omitted(r.cost));
+  field("rank_time", fields::omitted(r.rank_time));
+}
+
+}  // namespace fabricbench

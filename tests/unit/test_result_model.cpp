@@ -1,0 +1,343 @@
+// The result model against its schema and its golden files: what the writer
+// emits and what the schema describes agree both ways, files read back and
+// write out byte for byte, and the CSV's columns are the JSON's names.
+
+#include "fabricbench/model/result_json.hpp"
+
+#include <fstream>
+#include <functional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fabricbench/core/error.hpp"
+#include "fabricbench/model/reader.hpp"
+#include "fabricbench/model/result_csv.hpp"
+#include "fabricbench/model/schema_validate.hpp"
+#include "fabricbench/topology/topology_writers.hpp"
+
+namespace fabricbench {
+namespace {
+
+using json = nlohmann::json;
+
+std::string golden_path(const std::string& name) { return std::string(FABRICBENCH_GOLDEN_DIR) + "/" + name; }
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// Every member of every record set, every optional present: what the writer
+// can emit at most (a measured and a skipped record, since they differ).
+RunResult fully_populated() {
+  RunResult r;
+  r.tool = {"fabricbench", "0.1.0", "0123456789ab", {"mpi", "nccl"}, {{"nccl_runtime", "2.21.5"}}};
+  r.run.start_utc = "2026-01-02T03:04:05Z";
+  r.run.label = "provider-a";
+  r.run.command_line = {"fabricbench", "run", "--label", "provider-a"};
+  r.run.ranks = 2;
+  r.run.nodes = 2;
+  r.run.ranks_per_node = {1, 1};
+  r.run.hostnames = {"a", "b"};
+  r.run.transport = "nccl";
+  r.run.environment = {{"NCCL_DEBUG", "WARN"}};
+  r.run.devices = {"rank 0: a GPU 0", "rank 1: b GPU 0"};
+  r.run.cost = PriceInfo{2.5, 20.0};
+  r.run.rank_time = RankTime::max;
+  r.complete = false;  // ended early, so the reason is there too
+  r.end_reason = "interrupted by SIGINT";
+  r.checked = true;
+  r.duration_s = 12.5;
+
+  SweepRecord measured;
+  measured.redop = RedOp::sum;
+  measured.root = 0;
+  measured.bytes = 1024;
+  measured.count = 256;
+  measured.ranks = 2;
+  measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, false, 0};
+  r.records.push_back(measured);
+  SweepRecord skipped = measured;
+  skipped.timing.reset();
+  skipped.skipped = "too small";
+  r.records.push_back(skipped);
+
+  ScaleResult s;
+  s.bytes = 1024;
+  s.ranks_per_node = 1;
+  s.nic_gbit_per_node = 400;
+  LevelResult level;
+  level.nodes_per_group = 2;
+  level.ranks_per_group = 2;
+  level.groups.push_back({0, {0, 1}, {"a", "b"}, 2, 10, 0.2, 0});
+  level.busbw_min_gbs = 0.2;
+  level.busbw_median_gbs = 0.2;
+  level.efficiency = 1;
+  level.ceiling_gbs = 50;
+  level.ceiling_fraction = 0.004;
+  level.warning = "a warning";
+  s.levels.push_back(level);
+  s.projection_input = ProjectionInput{1024, 100, 0.5, true};
+  s.projection.push_back({2, 2, 1, 101, 1.98, 0.99});
+  r.scaling = s;
+
+  PairsResult p;
+  p.bytes = 1024;
+  p.small_bytes = 8;
+  p.rounds = {0};
+  p.ranks_per_node = 2;
+  p.hosts = {"a", "b"};
+  p.nodes = PairMatrix(2);
+  p.nodes.bw(0, 1) = 10;
+  p.nodes.lat(0, 1) = 2;
+  p.intra = {PairMatrix(2), PairMatrix(2)};
+  p.intra[0].bw(1, 0) = 100;
+  r.pairs = p;
+  P2PSweepResult sweep;
+  sweep.ranks = {0, 1};
+  sweep.hosts = {"a", "b"};
+  sweep.window = 64;
+  sweep.records.push_back({P2PTest::latency, 8, 1, 4, 2, 0.004, 1000, 0});
+  sweep.records.push_back({P2PTest::bibandwidth, 8, 64, 64, 1, 0.016, 1000, std::nullopt});
+  r.p2p_sweep = sweep;
+  r.findings.push_back({FindingKind::slow_link, {0, 1}, {"a", "b"}, 10, 20, "slow link a -> b"});
+
+  ClusterTopology t;
+  NodeTopology n;
+  n.host = {"a", "cpu", 2, 64, 128, 1u << 30, 2, "os", "kernel", "550"};
+  GpuInfo g;
+  g.index = 0;
+  g.pci_bus_id = "0000:18:00.0";
+  g.name = "GPU";
+  g.uuid = "GPU-0";
+  g.memory_bytes = 1u << 30;
+  g.sm_count = 100;
+  g.numa_node = 0;
+  g.pcie = {5, 5, 16, 16};
+  g.nvlinks.push_back({0, true, 4, "0000:19:00.0", LinkPeer::gpu});
+  g.mig_mode = "disabled";
+  g.ecc_mode = "enabled";
+  g.h2d_gbs = 50;
+  g.d2h_gbs = 50;
+  g.local_copy_gbs = 1000;
+  n.gpus.push_back(g);
+  n.gpu_status = "no GPU visible (test)";
+  NicInfo nic;
+  nic.name = "mlx5_0";
+  nic.kind = NicKind::infiniband;
+  nic.pci_address = "0000:1a:00.0";
+  nic.bus = NicBus::pci;
+  nic.driver = "mlx5_core";
+  nic.numa_node = 0;
+  nic.firmware = "1.0";
+  nic.ports.push_back({1, "ACTIVE", "LinkUp", 400, "InfiniBand"});
+  nic.netdevs = {"ib0"};
+  nic.speed_gbps = 400;
+  nic.mtu = 4096;
+  nic.operstate = "up";
+  n.nics.push_back(nic);
+  n.gpudirect = {GdrStatus::ready, "nvidia_peermem", true};
+  n.gpu_matrix = {{"X"}};
+  n.nic_matrix = {{"PIX"}};
+  n.nearest_nic.push_back({"0000:18:00.0", "mlx5_0", PciPath::pix});
+  n.p2p_access = {{true}};
+  n.p2p_rank = {{0}};
+  n.d2d_gbs = {{100.0}};
+  n.method = "copy";
+  n.notes = {"note"};
+  t.nodes.push_back(n);
+  t.groups.push_back({"signature", {"a"}});
+  t.anomalies.push_back({"nic_slow", "a", "mlx5_0 port 1", "slow"});
+  t.notes = {"note"};
+  r.topology = t;
+  return r;
+}
+
+// The schema node `node` resolved through $ref.
+const json& resolve(const json& schema, const json& node) {
+  const json* at = &node;
+  while (at->contains("$ref")) at = &schema.at(json::json_pointer(at->at("$ref").get<std::string>().substr(1)));
+  return *at;
+}
+
+// The property schemas of an object schema, with those of its
+// allOf/anyOf/oneOf branches.
+void properties_of(const json& schema, const json& node, std::map<std::string, const json*>& out) {
+  const json& n = resolve(schema, node);
+  if (const auto p = n.find("properties"); p != n.end())
+    for (auto it = p->begin(); it != p->end(); ++it) out.emplace(it.key(), &it.value());
+  for (const char* combinator : {"allOf", "anyOf", "oneOf"})
+    if (const auto c = n.find(combinator); c != n.end())
+      for (const json& branch : *c) properties_of(schema, branch, out);
+}
+
+// Walks `doc` along `node`: every emitted key must be a schema property,
+// every required one present; records which properties were seen.
+void walk(const json& schema, const json& node, const json& doc, const std::string& path, std::set<std::string>& seen,
+          std::vector<std::string>& problems) {
+  const json& n = resolve(schema, node);
+  if (doc.is_array()) {
+    if (const auto items = n.find("items"); items != n.end())
+      for (std::size_t i = 0; i < doc.size(); ++i)
+        walk(schema, *items, doc[i], path + "/" + std::to_string(i), seen, problems);
+    return;
+  }
+  if (!doc.is_object()) return;
+  std::map<std::string, const json*> properties;
+  properties_of(schema, n, properties);
+  const auto additional = n.find("additionalProperties");
+  const bool free_form = additional != n.end() && additional->is_object();
+  for (auto it = doc.begin(); it != doc.end(); ++it) {
+    const auto p = properties.find(it.key());
+    if (p == properties.end()) {
+      if (free_form)
+        walk(schema, *additional, it.value(), path + "/" + it.key(), seen, problems);
+      else
+        problems.push_back(path + "/" + it.key() + ": emitted, not in the schema");
+      continue;
+    }
+    seen.insert(path + "/" + it.key());
+    walk(schema, *p->second, it.value(), path + "/" + it.key(), seen, problems);
+  }
+  if (const auto required = n.find("required"); required != n.end())
+    for (const json& key : *required)
+      if (!doc.contains(key.get<std::string>()))
+        problems.push_back(path + "/" + key.get<std::string>() + ": required by the schema, not emitted");
+}
+
+// Every property path the schema allows, with array items as "/*".
+void schema_paths(const json& schema, const json& node, const std::string& path, std::set<std::string>& out,
+                  int depth = 0) {
+  if (depth > 12) return;
+  const json& n = resolve(schema, node);
+  if (const auto items = n.find("items"); items != n.end()) schema_paths(schema, *items, path + "/*", out, depth + 1);
+  std::map<std::string, const json*> properties;
+  properties_of(schema, n, properties);
+  for (const auto& [key, sub] : properties) {
+    out.insert(path + "/" + key);
+    schema_paths(schema, *sub, path + "/" + key, out, depth + 1);
+  }
+  if (const auto a = n.find("additionalProperties"); a != n.end() && a->is_object())
+    schema_paths(schema, *a, path + "/*", out, depth + 1);
+}
+
+std::string star_indices(const std::string& path) {
+  std::string out;
+  std::istringstream parts(path);
+  std::string part;
+  while (std::getline(parts, part, '/')) {
+    if (part.empty()) continue;
+    out += "/" + (part.find_first_not_of("0123456789") == std::string::npos ? std::string("*") : part);
+  }
+  return out;
+}
+
+TEST(ResultModel, EveryEmittedFieldIsInTheSchemaAndEveryRequiredOneIsEmitted) {
+  const json schema = json::parse(result_schema_text());
+  const json doc = json::parse(to_json(fully_populated()).dump());
+  std::set<std::string> seen;
+  std::vector<std::string> problems;
+  walk(schema, schema, doc, "", seen, problems);
+  EXPECT_TRUE(problems.empty()) << ::testing::PrintToString(problems);
+  const std::vector<SchemaError> errors = SchemaValidator(schema).validate(doc);
+  EXPECT_TRUE(errors.empty()) << errors.front().path << ": " << errors.front().message;
+}
+
+TEST(ResultModel, EverySchemaFieldIsEmittedByAFullyPopulatedResult) {
+  const json schema = json::parse(result_schema_text());
+  const json doc = json::parse(to_json(fully_populated()).dump());
+  std::set<std::string> seen;
+  std::vector<std::string> problems;
+  walk(schema, schema, doc, "", seen, problems);
+  std::set<std::string> emitted;
+  for (const std::string& path : seen) emitted.insert(star_indices(path));
+  std::set<std::string> described;
+  schema_paths(schema, schema, "", described);
+  std::vector<std::string> never;
+  for (const std::string& path : described)
+    if (!emitted.count(path) && path.find("/*") != path.size() - 2) never.push_back(path);
+  EXPECT_TRUE(never.empty()) << "in the schema, never written: " << ::testing::PrintToString(never);
+}
+
+// The walk above must be able to fail: a key the schema lacks, and a
+// required key missing, are both named.
+TEST(ResultModel, TheAgreementWalkNamesStrayAndMissingFields) {
+  const json schema = json::parse(result_schema_text());
+  json doc = json::parse(to_json(fully_populated()).dump());
+  doc["records"][0]["busbw_GBps"] = 1;
+  doc["run"].erase("hostnames");
+  std::set<std::string> seen;
+  std::vector<std::string> problems;
+  walk(schema, schema, doc, "", seen, problems);
+  EXPECT_EQ(problems, (std::vector<std::string>{"/records/0/busbw_GBps: emitted, not in the schema",
+                                                "/run/hostnames: required by the schema, not emitted"}));
+}
+
+TEST(ResultModel, FullyPopulatedResultRoundTripsThroughReadAndWrite) {
+  const std::string text = to_json(fully_populated()).dump(2);
+  const RunResult back = result_from_json(json::parse(text), "full.json");
+  EXPECT_EQ(to_json(back).dump(2), text);
+  EXPECT_EQ(back.run.label, "provider-a");
+  EXPECT_EQ(back.run.rank_time, RankTime::max);
+  ASSERT_TRUE(back.p2p_sweep);
+  EXPECT_EQ(back.p2p_sweep->records.at(1).test, P2PTest::bibandwidth);
+}
+
+TEST(ResultModel, GoldenFilesRoundTripByteForByte) {
+  for (const char* name : {"result.json", "run_a.json", "run_a2.json", "run_b.json"}) {
+    const std::string text = slurp(golden_path(name));
+    std::ostringstream out;
+    write_json(read_result_file(golden_path(name)), out);
+    // The first line that differs, rather than two whole files.
+    std::istringstream written(out.str());
+    std::istringstream golden(text);
+    std::string w;
+    std::string g;
+    int line = 0;
+    while (true) {
+      ++line;
+      const bool more_w = static_cast<bool>(std::getline(written, w));
+      const bool more_g = static_cast<bool>(std::getline(golden, g));
+      if (!more_w && !more_g) break;
+      ASSERT_EQ(w, g) << name << ":" << line << " does not read back and write out unchanged";
+    }
+    EXPECT_EQ(out.str(), text) << name;
+  }
+}
+
+TEST(ResultModel, IntegersAreRangeCheckedInTheirOwnType) {
+  json doc = json::parse(slurp(golden_path("result.json")));
+  doc["records"][2]["root"] = 4294967296LL;  // valid to the schema, not an int
+  try {
+    (void)result_from_json(doc, "r.json");
+    FAIL() << "read an out-of-range root";
+  } catch (const UsageError& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "r.json: records/2/root: 4294967296 is not an integer from -2147483648 to 2147483647");
+  }
+}
+
+TEST(ResultModel, CsvColumnsAreTheRunIdentityThenTheJsonNames) {
+  const RunResult r = fully_populated();
+  const nlohmann::ordered_json doc = to_json(r);
+  std::vector<std::string> expected = {"start_utc", "label", "hostnames"};
+  for (auto it = doc["records"][0].begin(); it != doc["records"][0].end(); ++it) expected.push_back(it.key());
+  expected.emplace_back("skipped");
+  EXPECT_EQ(record_csv_columns(), expected);
+  for (const SweepRecord& record : r.records) EXPECT_EQ(record_csv_row(r.run, record).size(), expected.size());
+  const std::vector<CsvCell> row = record_csv_row(r.run, r.records[1]);
+  EXPECT_EQ(row[0].text, "2026-01-02T03:04:05Z");
+  EXPECT_EQ(row[1].text, "provider-a");
+  EXPECT_EQ(row[2].text, "a b");
+  EXPECT_EQ(row.back().text, "too small");
+}
+
+}  // namespace
+}  // namespace fabricbench
