@@ -18,7 +18,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace fabricbench;
   static const RunResult golden = read_result_file(FABRICBENCH_GOLDEN_DIR "/run_a.json");
   const std::string_view text(reinterpret_cast<const char*>(data), size);  // NOLINT: bytes as text
-  fuzz::guarded(fuzz::Accept::usage_errors, [&] {
+  fuzz::guarded(fuzz::Accept::usage_errors, fuzz::Source::file, [&] {
     const Expectations expectations = parse_expectations(text);
     (void)reference_verdicts(golden, expectations);
   });

@@ -97,7 +97,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (abort_file && !files.empty()) files.back().first = "abort";
   for (const auto& [name, content] : files) fuzz::write_file((dir / name).string(), content);
 
-  fuzz::guarded(fuzz::Accept::any_error, [&] {
+  fuzz::guarded(fuzz::Accept::any_error, fuzz::Source::file, [&] {
     const Comm world = make_file_comm(dir.string(), 0, n, no_wait);
     const Layout layout = discover_layout(world);
     check_layout(layout);

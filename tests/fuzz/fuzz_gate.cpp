@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   using namespace fabricbench;
   static const RunResult golden = read_result_file(FABRICBENCH_GOLDEN_DIR "/run_a.json");
   const std::string_view text(reinterpret_cast<const char*>(data), size);  // NOLINT: bytes as text
-  fuzz::guarded(fuzz::Accept::usage_errors, [&] {
+  fuzz::guarded(fuzz::Accept::usage_errors, fuzz::Source::command_line, [&] {
     const Gate gate = parse_gate(text);
     const Verdict verdict = evaluate_gate(gate, golden);
     // A gate never passes unasked: a figure the run does not hold fails it.

@@ -130,7 +130,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const std::string path = fuzz::scratch_dir() + "/result.json";
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);  // NOLINT: bytes as text
   fuzz::write_file(path, bytes);
-  fuzz::guarded(fuzz::Accept::usage_errors, [&] {
+  fuzz::guarded(fuzz::Accept::usage_errors, fuzz::Source::file, [&] {
     RunResult result = read_result_file(path);
     // read_result_file accepted it, so it parses.
     check_integers(json::parse(bytes), result);

@@ -15,7 +15,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace fabricbench;
   const std::string_view text(reinterpret_cast<const char*>(data), size);  // NOLINT: bytes as text
-  fuzz::guarded(fuzz::Accept::usage_errors, [&] {
+  fuzz::guarded(fuzz::Accept::usage_errors, fuzz::Source::command_line, [&] {
     const auto bytes = parse_size(text);
     if (!bytes) return;
     const std::string decimal = std::to_string(*bytes);

@@ -17,7 +17,7 @@ void defect(std::string_view kind, std::string_view detail) {
   // Control characters of the input would garble the line the CI script reads.
   std::string clean(detail.substr(0, 300));
   for (char& c : clean)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+    if (static_cast<unsigned char>(c) < 0x20) c = '?';
   std::fprintf(stderr, "fabricbench-fuzz: defect: %.*s: %s\n", static_cast<int>(kind.size()), kind.data(),
                clean.c_str());
   std::fflush(stderr);
@@ -41,14 +41,14 @@ void check_message(const Error& e) {
 }
 }  // namespace
 
-void guarded(Accept accept, const std::function<void()>& body) {
+void guarded(Accept accept, Source source, const std::function<void()>& body) {
   try {
     body();
   } catch (const UsageError& e) {
-    check_message(e);
+    if (source == Source::file) check_message(e);
   } catch (const Error& e) {
     if (accept != Accept::any_error) defect("unexpected-exception fabricbench::Error", e.what());
-    check_message(e);
+    if (source == Source::file) check_message(e);
   } catch (const std::exception& e) {
     defect("unexpected-exception " + type_name(e), e.what());
   }
@@ -91,7 +91,7 @@ void write_file(const std::string& path, std::string_view bytes) {
 std::size_t find_control_char(std::string_view text, bool lines) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if ((c < 0x20 && !(lines && c == '\n')) || c == 0x7f) return i;
+    if (c < 0x20 && !(lines && c == '\n')) return i;
   }
   return std::string_view::npos;
 }

@@ -31,10 +31,15 @@ enum class Accept {
   any_error,     // any fabricbench::Error (a process group reports forged files as SystemError)
 };
 
-// Runs `body`; an exception outside `accept` is a defect, and so is an
-// accepted one whose message (printed as one line by main()) carries a
-// control character or a line break taken from the input.
-void guarded(Accept accept, const std::function<void()>& body);
+// Where the input comes from. What a file holds is printed only after its
+// control characters are neutralised; a command-line argument is the
+// user's own and may be echoed as given.
+enum class Source { file, command_line };
+
+// Runs `body`; an exception outside `accept` is a defect, and so is, for
+// input from a file, an accepted one whose message (printed as one line by
+// main()) carries a control character or a line break.
+void guarded(Accept accept, Source source, const std::function<void()>& body);
 
 // A private folder (mkdtemp, 0700) for the life of the process, removed at exit.
 const std::string& scratch_dir();
@@ -42,8 +47,9 @@ const std::string& scratch_dir();
 // Writes bytes to `path`, replacing it.
 void write_file(const std::string& path, std::string_view bytes);
 
-// The first byte below 0x20 or 0x7f in `text` ('\n' allowed where
-// `lines`), as an offset; npos when there is none.
+// The first C0 control character (below 0x20: escape sequences, bells,
+// carriage returns) in `text`, '\n' allowed where `lines`, as an offset;
+// npos when there is none. DEL does nothing on a terminal and passes.
 std::size_t find_control_char(std::string_view text, bool lines = true);
 
 }  // namespace fabricbench::fuzz
