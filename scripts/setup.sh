@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
 # Installs the Debian packages fabricbench needs to build and test.
 # Idempotent: installs only what is missing. Needs root (or sudo).
+#   scripts/setup.sh          what building and running needs (the quick start)
+#   scripts/setup.sh --test   also what only the test suite needs (scripts/test.sh):
+#                             clang, its sanitizer and libFuzzer runtimes and
+#                             llvm-symbolizer, for the asan preset and the fuzz targets
 set -euo pipefail
 
 packages=(
@@ -11,6 +15,12 @@ packages=(
   chromium
   iproute2 util-linux procps
 )
+if [[ ${1:-} == --test ]]; then
+  packages+=(clang libclang-rt-14-dev llvm)
+elif [[ $# -gt 0 ]]; then
+  echo "usage: setup.sh [--test]" >&2
+  exit 2
+fi
 
 missing=()
 for p in "${packages[@]}"; do
