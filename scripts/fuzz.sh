@@ -60,7 +60,8 @@ first_src_frame() {
 # The signature of one failing input: what failed and where.
 signature() { # BINARY INPUT
     local log
-    log=$(timeout $((per_input_timeout * 3)) "$1" "${libfuzzer_limits[@]}" -runs=1 "$2" 2>&1 || true)
+    # A crashing input leaves its scratch folder behind: keep those in the run's folder.
+    log=$(TMPDIR=$work timeout $((per_input_timeout * 3)) "$1" "${libfuzzer_limits[@]}" -runs=1 "$2" 2>&1 || true)
     local defect kind where
     defect=$(grep -m1 -o 'fabricbench-fuzz: defect: [^:]*' <<<"$log" | sed 's/^fabricbench-fuzz: defect: //' || true)
     if [[ -n $defect ]]; then
