@@ -14,12 +14,14 @@ packages=(
   chromium
   iproute2 util-linux procps
 )
-
 # Test-only: a single-node Slurm cluster (tests/system/test_slurm.py), the
 # Debian package's build, install and man page (tests/system/test_package.py);
-# clang-format for the format check, clang-tidy for scripts/clang-tidy.sh.
+# clang-format for the format check, clang-tidy for scripts/clang-tidy.sh;
+# clang, its sanitizer and libFuzzer runtimes and llvm-symbolizer for the asan
+# preset and the fuzz targets.
 test_packages=(
   clang-format-14 clang-tidy-14
+  clang libclang-rt-14-dev llvm
   slurmctld slurmd slurm-client munge
   dpkg-dev file man-db binutils
 )
