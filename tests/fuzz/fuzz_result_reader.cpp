@@ -23,6 +23,7 @@
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/model/reader.hpp"
+#include "fabricbench/output/report_writers.hpp"
 #include "fuzz_support.hpp"
 
 namespace {
