@@ -22,6 +22,7 @@
 
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/analysis/verdict.hpp"
+#include "fabricbench/core/text_safety.hpp"
 #include "fabricbench/model/reader.hpp"
 #include "fabricbench/output/report_writers.hpp"
 #include "fuzz_support.hpp"
@@ -139,9 +140,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     runs.push_back({path, std::move(result), {}, Level::ok, {}});
     const Report report = build_report(std::move(runs), ReportConfig{}, builtin_expectations());
     check_wrong_data_fails(report);
+    // What `report` prints: the text passed through terminal_safe, as
+    // run_report does (src/app/report_command.cpp).
     std::ostringstream text;
     write_report_text(report, text);
-    check_text(text.str());
+    check_text(terminal_safe(text.str()));
     std::ostringstream csv;
     write_report_csv(report, csv);
     check_csv(csv.str());
