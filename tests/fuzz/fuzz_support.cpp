@@ -91,7 +91,7 @@ void write_file(const std::string& path, std::string_view bytes) {
 std::size_t find_control_char(std::string_view text, bool lines) {
   for (std::size_t i = 0; i < text.size(); ++i) {
     const auto c = static_cast<unsigned char>(text[i]);
-    if (c < 0x20 && !(lines && (c == '\n' || c == '\t'))) return i;
+    if (c < 0x20 && c != '\t' && !(lines && c == '\n')) return i;
   }
   return std::string_view::npos;
 }

@@ -48,8 +48,9 @@ const std::string& scratch_dir();
 void write_file(const std::string& path, std::string_view bytes);
 
 // The first C0 control character (below 0x20: escape sequences, bells,
-// carriage returns) in `text`, '\n' and '\t' allowed where `lines`, as an offset;
-// npos when there is none. DEL does nothing on a terminal and passes.
+// carriage returns) in `text`, as an offset; npos when there is none. A tab
+// passes (terminal_safe keeps it), and '\n' where `lines`. DEL does nothing
+// on a terminal and passes.
 std::size_t find_control_char(std::string_view text, bool lines = true);
 
 }  // namespace fabricbench::fuzz
