@@ -10,6 +10,7 @@
 #include <cxxabi.h>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/text_safety.hpp"
 
 namespace fabricbench::fuzz {
 
@@ -33,8 +34,11 @@ std::string type_name(const std::exception& e) {
   return out;
 }
 
+// What main() prints of the message: src/app/exit_status.cpp passes every
+// message through terminal_safe (a message may quote a file's bytes).
 void check_message(const Error& e) {
-  const std::string_view text = e.what();
+  const std::string printed = terminal_safe(e.what());
+  const std::string_view text = printed;
   if (const std::size_t at = find_control_char(text, false); at != std::string_view::npos)
     defect("oracle control-char-in-message",
            std::string(text.substr(0, at)) + "<" + std::to_string(static_cast<unsigned char>(text[at])) + ">");
