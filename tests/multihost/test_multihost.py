@@ -181,7 +181,8 @@ class DownedLink(unittest.TestCase):
         path = os.path.join(self.dir.name, "downed.json")
         err_path = os.path.join(self.dir.name, "downed.err")
         cmd = [ARGS.testbed, "mpirun", "-np", "4", "-q", ARGS.binary, "sweep", "--transport", "mpi", "--ops",
-               "allreduce,allgather", "-b", "1K", "-e", "16M", "--min-time-ms", "300", "--timeout", "10", "--json", path]
+               "allreduce,allgather", "--sizes", "1K,16M", "--min-time-ms", "2000", "--timeout", "10", "--json",
+               path]
         with open(err_path, "w", encoding="utf-8") as err:
             proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, start_new_session=True,
                                     env={**os.environ, "FB_TESTBED_PREFIX": "fbt", "FB_TESTBED_HOSTPREFIX": "node"})

@@ -284,6 +284,27 @@ TEST(Report, AskedForAReferenceWhereThereIsNoneWarns) {
   EXPECT_EQ(exit_code(true), 1);
 }
 
+// The expectations loader reads integers range-checked: a figure beyond int
+// (once a float-cast overflow, then whatever the conversion gave) is refused
+// with the field named.
+TEST(Expectations, IntegersOutOfRangeAreRefusedNotConverted) {
+  const auto with_match = [](const std::string& match) {
+    return R"({"schema": "fabricbench.expectations/1", "warn_at": 0.9, "fail_below": 0.7, "references": [)"
+           R"({"id": "x", "label": "x", "figure": "allreduce.busbw", "match": )" +
+           match + R"(, "expected_gbs": 10, "source": "s"}]})";
+  };
+  const Expectations ok = parse_expectations(with_match(R"({"pcie_gen": 5, "gpus_per_node": 8.0})"));
+  ASSERT_EQ(ok.references.size(), 1U);
+  EXPECT_EQ(ok.references[0].pcie_gen, 5);
+  EXPECT_EQ(ok.references[0].gpus_per_node, 8);
+  EXPECT_EQ(message_of([&] { (void)parse_expectations(with_match(R"({"pcie_gen": 1e20})")); }),
+            "pcie_gen: 1e+20 is not an integer from -2147483648 to 2147483647");
+  EXPECT_EQ(message_of([&] { (void)parse_expectations(with_match(R"({"gpus_per_node": 9223372036854775808})")); }),
+            "gpus_per_node: 9223372036854775808 is not an integer from -2147483648 to 2147483647");
+  EXPECT_EQ(message_of([&] { (void)parse_expectations(with_match(R"({"pcie_width": 4.5})")); }),
+            "pcie_width: 4.5 is not an integer from -2147483648 to 2147483647");
+}
+
 Report fixture_report(const ReportConfig& config, const std::vector<std::string>& names) {
   std::vector<ReportRun> runs;
   for (const std::string& n : names) runs.push_back({n, read_result_file(golden_path(n)), {}, Level::ok, {}});
