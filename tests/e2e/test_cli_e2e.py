@@ -113,7 +113,7 @@ class Sweep(unittest.TestCase):
     def test_interrupted_run_leaves_valid_json_of_what_finished(self):
         cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", "2",
                ARGS.binary, "sweep", "--ops", "allreduce,allgather,sendrecv,alltoall", "--sizes", "1K,64K",
-               "--iters", "1000", "--json", self.json]
+               "--iters", "5000", "--json", self.json]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.time() + 120
         records = 0
