@@ -103,10 +103,12 @@ std::string names_of(const Values& values) {
 template <typename Enum>
 std::string choices_of() {
   std::vector<std::string_view> labels;
-  for (const auto& [label, value] : choice_names(Enum{})) {
+  for (const auto& entry : choice_names(Enum{})) {
+    // A named copy: clang before 16 cannot capture a structured binding.
+    const Enum value = entry.value;
     if (std::find_if(labels.begin(), labels.end(),
                      [&](std::string_view l) { return parse_choice<Enum>(l) == value; }) == labels.end())
-      labels.push_back(label);
+      labels.push_back(entry.label);
   }
   return fmt::format("{}", fmt::join(labels, ", "));
 }
