@@ -13,14 +13,16 @@ packages=(
   python3 python3-jsonschema
   iproute2 util-linux procps
 )
-
 # Test-only: a single-node Slurm cluster (tests/system/test_slurm.py), the
 # Debian package's build, install and man page (tests/system/test_package.py);
 # clang-format for the format check, clang-tidy for scripts/clang-tidy.sh;
-# headless Chromium to render the HTML report (tests/e2e/test_report_e2e.py).
+# headless Chromium to render the HTML report (tests/e2e/test_report_e2e.py);
+# clang, its sanitizer and libFuzzer runtimes and llvm-symbolizer for the asan
+# preset and the fuzz targets.
 test_packages=(
   chromium
   clang-format-14 clang-tidy-14
+  clang libclang-rt-14-dev llvm
   slurmctld slurmd slurm-client munge
   dpkg-dev file man-db binutils
 )

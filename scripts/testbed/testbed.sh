@@ -325,6 +325,15 @@ cmd_mpirun() {
         --bind-to none
         --mca mpi_yield_when_idle 1
     )
+    # Sanitizer settings (an ASan build's leak suppressions, its options)
+    # reach the remote ranks only through -x: the rsh agent gives remote
+    # daemons a clean environment, as ssh does. Ranks on host 0 inherit them.
+    local v
+    for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS; do
+        if [[ -n ${!v:-} ]]; then
+            args+=(-x "$v")
+        fi
+    done
     mkdir -p "$STATE/tmp"
     # mpirun itself runs inside host 0 (hostname node0): there it sees the test
     # subnet and the test bed's /etc/hosts, node0 is treated as the local node

@@ -211,6 +211,7 @@ Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, con
   for (ReportRun& run : runs) {
     std::vector<Verdict> health = health_verdicts(run.result);
     std::vector<Verdict> refs = reference_verdicts(run.result, expectations);
+    if (config.expect_reference) require_reference(refs);
     std::vector<Verdict> gate_verdicts;
     for (const Gate& g : gates) gate_verdicts.push_back(evaluate_gate(g, run.result));
     Level level = std::max(worst(health), worst(gate_verdicts));

@@ -553,6 +553,15 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
   return out;
 }
 
+void require_reference(std::vector<Verdict>& reference_verdicts) {
+  for (Verdict& v : reference_verdicts) {
+    // The whole-run "no reference" verdicts; a figure without a figure to judge keeps info.
+    if (v.kind != VerdictKind::reference || v.subject != "expectations" || v.level != Level::info) continue;
+    v.level = Level::warn;
+    v.reason += "; give --expect";
+  }
+}
+
 const GateMetricInfo& info(GateMetric metric) {
   for (const GateMetricInfo& m : gate_metrics)
     if (m.metric == metric) return m;

@@ -25,8 +25,10 @@
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/watchdog.hpp"
 #include "fabricbench/engine/multinode.hpp"
+#include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/output.hpp"
+#include "fabricbench/output/p2p_writer.hpp"
 #include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/report_writers.hpp"
 #include "fabricbench/output/topology_summary.hpp"
@@ -86,9 +88,10 @@ void agree_on_root(const Comm& world, const std::function<void()>& check) {
   if (!message.empty()) throw UsageError(message);
 }
 
+// -q silences the automatic progress line, not one asked for by name.
 bool progress_wanted(const RunConfig& config) {
   return config.progress == ProgressChoice::on ||
-         (config.progress == ProgressChoice::automatic && isatty(STDERR_FILENO) != 0);
+         (config.progress == ProgressChoice::automatic && !config.quiet && isatty(STDERR_FILENO) != 0);
 }
 
 // A one-line progress report on stderr (when wanted), and only once
@@ -206,6 +209,8 @@ class RunPipeline {
       const std::vector<Phase> later(planned.begin() + static_cast<std::ptrdiff_t>(i) + 1, planned.end());
       run_phase(planned[i], later);
     }
+    // p2p --sweep runs alone (its command has no other phase).
+    if (wants_p2p_sweep()) p2p_sweep();
     if (!lead_) return exit_ok;
     finish();
     if (result_.budget && !config_.quiet) write_budget(*result_.budget, result_.duration_s, std::cout);
@@ -221,8 +226,9 @@ class RunPipeline {
     return config_.command == Command::scale || (config_.command == Command::run && multi_node());
   }
   [[nodiscard]] bool wants_health() const { return config_.command == Command::run && multi_node() && config_.health; }
+  [[nodiscard]] bool wants_p2p_sweep() const { return config_.command == Command::p2p && config_.p2p_sweep.enabled; }
   [[nodiscard]] bool wants_pairs() const {
-    return config_.command == Command::p2p ||
+    return (config_.command == Command::p2p && !config_.p2p_sweep.enabled) ||
            (config_.command == Command::run && (multi_node() || layout_.ranks_per_node.front() > 1));
   }
 
@@ -232,7 +238,8 @@ class RunPipeline {
     Watchdog::note_phase("layout");
     layout_ = discover_layout(world_);
     validate_for_world(config_, world_.size());
-    if (config_.command == Command::scale || config_.command == Command::p2p ||
+    if (wants_p2p_sweep()) (void)p2p_sweep_ranks(config_.p2p_sweep, layout_);  // a pair that exists
+    if (config_.command == Command::scale || (config_.command == Command::p2p && !wants_p2p_sweep()) ||
         (config_.command == Command::run && multi_node()))
       (void)uniform_ranks_per_node(layout_);  // refuse uneven layouts before anything runs
     agree_on_root(world_, [this] {
@@ -275,6 +282,7 @@ class RunPipeline {
     result_.tool.libraries.merge(gpu.libraries);
     info.devices = std::move(gpu.devices);
     info.environment = shaping_environment();
+    if (wants_sweep() || config_.command == Command::scale) info.rank_time = config_.rank_time;
     if (config_.report.price_per_gpu_hour || config_.report.price_per_node_hour)
       info.cost = PriceInfo{config_.report.price_per_gpu_hour, config_.report.price_per_node_hour};
   }
@@ -361,7 +369,7 @@ class RunPipeline {
 
   void sweep(double seconds) {
     Watchdog::note_phase("sweep");
-    Progress progress(lead_ && !config_.quiet && progress_wanted(config_));
+    Progress progress(lead_ && progress_wanted(config_));
     SweepListener listener;
     listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
       progress.update(r, done, total);
@@ -397,6 +405,34 @@ class RunPipeline {
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
     if (!config_.quiet) write_ladder(scaling, std::cout);
     result_.scaling = std::move(scaling);
+    save(config_, result_, started_, last_);
+  }
+
+  // The result is saved after every size, so an interrupted sweep's file
+  // holds the sizes that finished. Its table goes out as the ladder's and the
+  // matrix's do, a row per size as it completes.
+  void p2p_sweep() {
+    Watchdog::note_phase("p2p sweep");
+    if (lead_) {
+      P2PSweepResult& shape = result_.p2p_sweep.emplace();
+      shape.ranks = p2p_sweep_ranks(config_.p2p_sweep, layout_);
+      for (const int r : shape.ranks)
+        shape.hosts.push_back(
+            layout_.hostnames[static_cast<std::size_t>(layout_.node_of_rank[static_cast<std::size_t>(r)])]);
+      shape.window = std::max(config_.p2p_sweep.window, 1);
+      if (!config_.quiet) write_p2p_sweep_header(shape, config_.p2p_sweep.tests, std::cout);
+    }
+    P2PSweepResult sweep =
+        run_p2p_sweep(config_, *transport_, world_, layout_, [this](std::span<const P2PRecord> records) {
+          if (!config_.quiet) write_p2p_sweep_row(records, std::cout);
+          P2PSweepResult& so_far = *result_.p2p_sweep;
+          so_far.records.insert(so_far.records.end(), records.begin(), records.end());
+          if (!records.empty() && records.front().wrong) so_far.wrong += *records.front().wrong;
+          save(config_, result_, started_, last_);
+        });
+    if (!lead_) return;
+    result_.wrong_total += sweep.wrong;
+    result_.p2p_sweep = std::move(sweep);
     save(config_, result_, started_, last_);
   }
 

@@ -1,6 +1,7 @@
 #include "fabricbench/app/cli.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <optional>
 #include <sstream>
@@ -17,63 +18,172 @@
 namespace fabricbench {
 namespace {
 
+// Every default lives in core's config: the options start from a default
+// RunConfig and the help text shows its values.
+const RunConfig& defaults() {
+  static const RunConfig d;
+  return d;
+}
+
+// The subcommands and the options each one takes. An option belongs to one
+// group below; a group names the subcommands that use it, so a subcommand
+// refuses (exit 2) an option it would ignore.
+enum Uses : unsigned {
+  on_run = 1U << 0U,
+  on_sweep = 1U << 1U,
+  on_scale = 1U << 2U,
+  on_p2p = 1U << 3U,
+  on_topo = 1U << 4U,
+  on_report = 1U << 5U,
+  on_version = 1U << 6U,
+};
+constexpr unsigned measuring = on_run | on_sweep | on_scale | on_p2p;
+
+struct Subcommand {
+  const char* name;
+  Command command;
+  unsigned bit;
+  const char* description;
+};
+
+constexpr std::array<Subcommand, 7> subcommands{{
+    {"run", Command::run, on_run, "The full suite (default when no subcommand is given)"},
+    {"sweep", Command::sweep, on_sweep, "Collective sweeps over message sizes"},
+    {"scale", Command::scale, on_scale, "Scaling ladder: bus bandwidth from 1 node to all nodes"},
+    {"p2p", Command::p2p, on_p2p,
+     "Node-pair matrix: bandwidth and latency of every node pair, slow nodes; --sweep: OSU latency, bw and bibw "
+     "over sizes between two ranks"},
+    {"topo", Command::topo, on_topo, "Topology: what is in each node and what differs from its peers"},
+    {"report", Command::report, on_report,
+     "Read result files: tables, verdicts, cost; compare runs; --csv, --html; gates for CI (no MPI needed)"},
+    {"version", Command::version, on_version, "Tool version, git hash, transports and library versions"},
+}};
+
+// nccl-tests' options that have no counterpart here: each is refused with
+// what to do instead, rather than as an unknown option.
+struct NoEquivalent {
+  const char* names;
+  const char* why;
+};
+
+constexpr std::array<NoEquivalent, 10> no_equivalents{{
+    {"-t,--nthreads", "one rank per GPU, launched by mpirun (or --gpus N in one process without a launcher)"},
+    {"-g,--ngpus", "one GPU per rank; launch one rank per GPU with mpirun (or --gpus N without a launcher)"},
+    {"-i,--stepbytes", "sizes grow by a factor (-f), or list them with --sizes"},
+    {"-m,--agg_iters", "every timed iteration is one operation, none are aggregated"},
+    {"-N,--run_cycles", "run the command again and compare the files with fabricbench report"},
+    {"-p,--parallel_init", "communicators are made once, in parallel on every rank"},
+    {"-z,--blocking",
+     "batches run back to back and are timed as a whole; each iteration's own time comes from per-iteration stamps "
+     "(p50, p99)"},
+    {"-y,--stream_null", "each rank runs on a stream of its own"},
+    {"-C,--report_cputime", "times are GPU event times (nccl) or MPI_Wtime (mpi)"},
+    {"-R,--local_register", "buffers are not registered with NCCL"},
+}};
+
+constexpr std::array<const char*, 1> profiles{"smoke"};
+
+// "8", "64M", "2G": a size as one types it.
+std::string size_text(std::size_t bytes) {
+  for (const auto& [shift, unit] :
+       {std::pair{40U, 'T'}, std::pair{30U, 'G'}, std::pair{20U, 'M'}, std::pair{10U, 'K'}}) {
+    const std::size_t multiple = std::size_t{1} << shift;
+    if (bytes >= multiple && bytes % multiple == 0) return fmt::format("{}{}", bytes >> shift, unit);
+  }
+  return std::to_string(bytes);
+}
+
+template <typename Values>
+std::string names_of(const Values& values) {
+  std::vector<std::string> labels;
+  for (const auto& v : values) labels.emplace_back(name(v));
+  return fmt::format("{}", fmt::join(labels, ","));
+}
+
+// The canonical names of a closed choice, "a, b, c".
+template <typename Enum>
+std::string choices_of() {
+  std::vector<std::string_view> labels;
+  for (const auto& entry : choice_names(Enum{})) {
+    // A named copy: clang before 16 cannot capture a structured binding.
+    const Enum value = entry.value;
+    if (std::find_if(labels.begin(), labels.end(),
+                     [&](std::string_view l) { return parse_choice<Enum>(l) == value; }) == labels.end())
+      labels.push_back(entry.label);
+  }
+  return fmt::format("{}", fmt::join(labels, ", "));
+}
+
+// Help text with its default, "...  [5]".
+template <typename T>
+std::string with_default(std::string_view help, const T& value) {
+  return fmt::format("{}  [{}]", help, value);
+}
+
 // Flags as typed, validated after CLI11 has split them so that every error is
-// one line naming the flag and the value.
+// one line naming the flag and the value. They start at the defaults.
 struct RawOptions {
-  std::string transport = "auto";
-  std::string min_bytes;
+  std::string transport{choice_name(defaults().transport)};
+  std::string min_bytes;  // empty: the command's default range
   std::string max_bytes;
-  double step_factor = 2.0;
-  bool step_given = false;
+  std::optional<double> step_factor;  // unset: the command's default range
   std::string sizes;
-  std::string ops;
+  std::string ops;  // empty: the default list
   std::string dtypes;
   std::string redops;
-  int root = 0;
-  int warmup = 5;
-  int iters = 0;
-  bool iters_given = false;
-  double min_time_ms = 20.0;
-  int min_iters = 5;
-  int max_iters = 10000;
-  double precision_pct = 1.0;
-  double max_time_ms = 100.0;
-  std::string budget;
-  bool no_health = false;
-  bool no_check = false;
-  bool check_given = false;  // --check and --no-check both given: which one was meant?
-  std::string inplace = "both";
+  int root = defaults().root;
+  int warmup = defaults().iterations.warmup;
+  int iters = defaults().iterations.fixed_iters;
+  double min_time_ms = defaults().iterations.min_time_ms;
+  int min_iters = defaults().iterations.min_iters;
+  int max_iters = defaults().iterations.max_iters;
+  double precision_pct = defaults().iterations.precision * 100.0;
+  double max_time_ms = defaults().iterations.max_time_ms;
+  std::string budget;  // empty: no budget
+  bool no_health = !defaults().health;
+  // --check, --no-check and -c N each say whether to check, in the order
+  // the options are defined: two that disagree are refused.
+  std::vector<std::pair<std::string, bool>> check_votes;
+  std::string rank_time{choice_name(defaults().rank_time)};
+  std::string inplace{choice_name(defaults().inplace)};
   std::string json;
   std::string csv;
   std::string label;
   bool quiet = false;
-  std::string progress = "auto";
+  std::string progress{choice_name(defaults().progress)};
   // NCCL transport.
-  int gpus = 0;
-  bool allow_shared_gpu = false;
-  bool graph = false;
-  double timeout_s = 300;
+  int gpus = defaults().gpu.gpus;
+  bool allow_shared_gpu = defaults().gpu.allow_shared;
+  bool graph = defaults().gpu.graph;
+  int graph_launches = 0;  // -G N, as nccl-tests
+  double timeout_s = defaults().gpu.timeout_s;
   // Scaling ladder.
   std::string scale_ops;
   std::string scale_bytes;
   std::string mem_cap;
-  bool scale_sweep = false;
+  bool scale_sweep = defaults().scale.sweep;
   double nic_gbit = 0;
   std::string grad_bytes;
   double params = 0;
-  std::string grad_dtype = "bfloat16";
-  double compute_ms = 0;
-  double overlap = 0;
-  bool sharded = false;
+  std::string grad_dtype{name(defaults().scale.grad_dtype)};
+  double compute_ms = defaults().scale.compute_ms;
+  double overlap = defaults().scale.overlap;
+  bool sharded = defaults().scale.sharded;
   // Pair matrix.
   std::string pair_bytes;
   std::string pair_small_bytes;
   std::string pairs = "all";
-  int pair_full_limit = 64;
-  int pair_peers = 4;
-  unsigned pair_seed = 1;
-  double outlier_mads = 4.0;
-  double outlier_drop = 0.5;
+  int pair_full_limit = defaults().pairs.full_limit;
+  int pair_peers = defaults().pairs.peers;
+  unsigned pair_seed = defaults().pairs.seed;
+  double outlier_mads = defaults().pairs.outlier_mads;
+  double outlier_drop = defaults().pairs.outlier_drop;
+  // p2p --sweep.
+  bool p2p_sweep = false;
+  std::string p2p_ranks;
+  std::string p2p_nodes;
+  std::string p2p_tests;
+  int window = defaults().p2p_sweep.window;
   // Topology probe.
   std::string sysfs_root;
   std::string procfs_root;
@@ -82,67 +192,127 @@ struct RawOptions {
   std::vector<std::string> expects;
   bool expect_reference = false;
   bool fail_on_warn = false;
-  // NaN, infinities and negative values would reach the result file, which
-  // `report` then rejects: given prices are checked, not taken as "not given".
   std::optional<double> price_per_gpu_hour;
   std::optional<double> price_per_node_hour;
   std::string profile;
   std::vector<std::string> files;
   std::string html;
+  std::string ignored;  // the values of nccl-tests' options refused below
 };
 
-constexpr const char* default_min_bytes = "8";
-constexpr const char* default_max_bytes = "64M";
+// --- The option groups: each adds its options to one subcommand. ----------
 
-void add_sweep_options(CLI::App& cmd, RawOptions& o) {
-  cmd.add_option("--transport", o.transport, "auto | nccl | mpi (auto: nccl when built with it and a GPU is visible)");
-  cmd.add_option("-b,--min-bytes", o.min_bytes, "Smallest message size (bytes, or K/M/G binary suffix)  [8]");
-  cmd.add_option("-e,--max-bytes", o.max_bytes, "Largest message size  [64M]");
-  cmd.add_option("-f,--step-factor", o.step_factor, "Multiply the size by this between steps (> 1)  [2]")
-      ->each([&o](const std::string&) { o.step_given = true; });
-  cmd.add_option("--sizes", o.sizes, "Explicit sizes, comma separated, e.g. 8,1K,64M (instead of -b/-e/-f)");
+void add_size_options(CLI::App& cmd, RawOptions& o, Command command) {
+  const SizeRange& range = command == Command::p2p ? defaults().p2p_sweep.size_range : defaults().size_range;
+  const char* prefix = command == Command::p2p ? "--sweep: " : "";
+  cmd.add_option("-b,--min-bytes", o.min_bytes,
+                 with_default(fmt::format("{}Smallest message size: bytes, or a binary suffix K, M, G or KiB, MiB, "
+                                          "GiB (1K = 1KiB = 1024 B; 1KB and 1MB are refused as ambiguous)",
+                                          prefix),
+                              size_text(range.min_bytes)));
+  cmd.add_option("-e,--max-bytes", o.max_bytes,
+                 with_default(fmt::format("{}Largest message size", prefix), size_text(range.max_bytes)));
+  cmd.add_option("-f,--step-factor", o.step_factor,
+                 with_default(fmt::format("{}Multiply the size by this between steps (> 1)", prefix), range.factor));
+  cmd.add_option("--sizes", o.sizes,
+                 fmt::format("{}Explicit sizes, comma separated, e.g. 8,1K,64M (instead of -b/-e/-f)", prefix));
+}
+
+void add_collective_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--ops", o.ops,
-                 "Operations, comma separated: allreduce, allgather, reducescatter, broadcast, reduce, alltoall, "
-                 "sendrecv, or all  [allreduce,allgather,sendrecv]");
-  cmd.add_option("--dtype", o.dtypes,
-                 "Element types, comma separated: float, double, int32, int64, int8, uint8, half, bfloat16, fp8e4m3, "
-                 "fp8e5m2  [float]");
-  cmd.add_option("--redop", o.redops, "Reductions, comma separated: sum, prod, min, max, avg (nccl only)  [sum]");
-  cmd.add_option("--root", o.root, "Root rank of broadcast and reduce  [0]");
-  cmd.add_option("--warmup", o.warmup, "Warm-up iterations before each measurement  [5]");
-  cmd.add_option("--iters", o.iters, "Fixed number of timed iterations (default: adaptive)")
-      ->each([&o](const std::string&) { o.iters_given = true; });
-  cmd.add_option("--min-time-ms", o.min_time_ms, "Adaptive iterations: time to fill per size and placement  [20]");
-  cmd.add_option("--min-iters", o.min_iters, "Adaptive iterations: lower bound  [5]");
-  cmd.add_option("--max-iters", o.max_iters, "Adaptive iterations: upper bound  [10000]");
-  cmd.add_option("--precision", o.precision_pct,
-                 "Adaptive iterations: add iterations until the mean's 95% confidence half-width is within this "
-                 "percentage (0: off)  [1]");
-  cmd.add_option("--max-time-ms", o.max_time_ms,
-                 "Adaptive iterations: time one size and placement may take to reach --precision  [100]");
-  cmd.add_option("--budget", o.budget,
-                 "End the whole run within DURATION (e.g. 90s, 5m): phases get shares; what does not fit is cut "
-                 "and listed  [none; 60s with --profile smoke]");
-  cmd.add_flag("--check", o.check_given, "Verify every result element (on by default)");
-  cmd.add_flag("--no-check", o.no_check, "Skip the data check (the result's data_ok is then null)");
-  cmd.add_option("--inplace", o.inplace, "Placements to measure: both | only | no  [both]");
-  cmd.add_option("--json", o.json, "Write the results as JSON to FILE (rewritten after each op)");
-  cmd.add_option("--csv", o.csv, "Write the results as CSV to FILE");
-  cmd.add_option("--label", o.label,
-                 "Name this run (e.g. the provider): saved in the JSON, on every CSV row and in comparisons");
-  cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
+                 with_default(fmt::format("Operations, comma separated: {}, or all", names_of(all_ops())),
+                              names_of(defaults().ops)));
+  cmd.add_option("-d,--dtype", o.dtypes,
+                 with_default(fmt::format("Element types, comma separated: {}, or all", names_of(all_dtypes())),
+                              names_of(defaults().dtypes)));
+  cmd.add_option(
+      "-o,--redop", o.redops,
+      with_default(fmt::format("Reductions, comma separated: {}, or all (avg: nccl only)", names_of(all_redops())),
+                   names_of(defaults().redops)));
+  cmd.add_option("-r,--root", o.root, with_default("Root rank of broadcast and reduce", defaults().root));
+  cmd.add_option("--inplace", o.inplace,
+                 with_default(fmt::format("Placements to measure: {}", choices_of<InPlaceChoice>()), o.inplace));
   cmd.add_option("--progress", o.progress,
-                 "Progress line on stderr: auto (when stderr is a terminal), on, off  [auto]; under mpirun the "
-                 "ranks' stderr is a pipe, so pass on to see it");
+                 with_default(fmt::format("Progress line on stderr: {} (auto: when stderr is a terminal and without "
+                                          "-q); under mpirun the ranks' stderr is a pipe, so pass on to see it",
+                                          choices_of<ProgressChoice>()),
+                              o.progress));
+  cmd.add_option("--csv", o.csv, "Write the sweep's records as CSV to FILE");
+}
+
+void add_iteration_options(CLI::App& cmd, RawOptions& o, Command) {
+  const IterationPolicy& d = defaults().iterations;
+  cmd.add_option("-w,--warmup", o.warmup, with_default("Warm-up iterations before each measurement", d.warmup));
+  cmd.add_option("-n,--iters", o.iters, "Fixed number of timed iterations (default: adaptive)");
+  cmd.add_option("--min-time-ms", o.min_time_ms,
+                 with_default("Adaptive iterations: time to fill per size and placement", d.min_time_ms));
+  cmd.add_option("--min-iters", o.min_iters, with_default("Adaptive iterations: lower bound", d.min_iters));
+  cmd.add_option("--max-iters", o.max_iters, with_default("Adaptive iterations: upper bound", d.max_iters));
+  cmd.add_option("--precision", o.precision_pct,
+                 with_default("Adaptive iterations: add iterations until the mean's 95% confidence half-width is "
+                              "within this percentage (0: off)",
+                              o.precision_pct));
+  cmd.add_option(
+      "--max-time-ms", o.max_time_ms,
+      with_default("Adaptive iterations: time one size and placement may take to reach --precision", d.max_time_ms));
+  cmd.add_flag(
+      "--check", [&o](std::int64_t) { o.check_votes.emplace_back("--check", true); },
+      fmt::format("Verify every result element{}", defaults().check ? " (on by default)" : ""));
+  cmd.add_flag(
+      "--no-check", [&o](std::int64_t) { o.check_votes.emplace_back("--no-check", false); },
+      "Skip the data check (the result's data_ok is then null)");
+  cmd.add_option_function<int>(
+      "-c",
+      [&o](const int& n) {
+        if (n < 0) throw UsageError(fmt::format("-c {}: must be 0 (no check) or above", n));
+        o.check_votes.emplace_back(fmt::format("-c {}", n), n > 0);
+      },
+      "nccl-tests' -c: 0 skips the data check, 1 (or more) checks");
+}
+
+void add_rank_time_option(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("-a,--rank-time", o.rank_time,
+                 with_default(fmt::format("The headline time over ranks: rank0, mean, min or max (nccl-tests' -a 0, "
+                                          "1, 2, 3); min and max are recorded too"),
+                              o.rank_time));
+}
+
+void add_transport_options(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--transport", o.transport,
+                 with_default(fmt::format("{} (auto: nccl when built with it and a GPU is visible)",
+                                          choices_of<TransportChoice>()),
+                              o.transport));
   cmd.add_option("--gpus", o.gpus, "nccl without a launcher: drive this many local GPUs, one thread each");
   cmd.add_flag("--allow-shared-gpu", o.allow_shared_gpu,
                "nccl: allow several ranks on one GPU (a functional check only: they measure each other)");
   cmd.add_flag("--graph", o.graph, "nccl: capture each timed batch in a CUDA graph");
-  cmd.add_option("--timeout", o.timeout_s,
-                 "Seconds any wait on the GPU or a peer may take before the run aborts  [300]");
+  cmd.add_option("-G", o.graph_launches, "nccl-tests' -G N: any N above 0 is --graph (each timed batch is one graph)");
+  cmd.add_option(
+      "-T,--timeout", o.timeout_s,
+      with_default("Seconds any wait on the GPU or a peer may take before the run aborts", defaults().gpu.timeout_s));
 }
 
-void add_topology_options(CLI::App& cmd, RawOptions& o) {
+void add_output_options(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--json", o.json, "Write the results as JSON to FILE (rewritten as the run goes)");
+  cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
+}
+
+void add_budget_option(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--budget", o.budget,
+                 "End the whole run within DURATION (e.g. 90s, 5m): phases get shares; what does not fit is cut "
+                 "and listed  [none; 60s with --profile smoke]");
+}
+
+void add_health_option(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_flag("--no-health", o.no_health, "Skip the quick pass over node pairs before the sweep (several nodes)");
+}
+
+void add_label_option(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--label", o.label,
+                 "Name this run (e.g. the provider): saved in the JSON, on every CSV row and in comparisons");
+}
+
+void add_topology_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--sysfs-root", o.sysfs_root, "Read sysfs from DIR instead of /sys (fixtures, containers)")
       ->envname("FABRICBENCH_SYSFS_ROOT");
   cmd.add_option("--procfs-root", o.procfs_root,
@@ -151,86 +321,122 @@ void add_topology_options(CLI::App& cmd, RawOptions& o) {
   cmd.add_flag("--no-measure", o.no_measure, "Topology: skip the host<->device and device<->device copy bandwidths");
 }
 
-void add_scale_options(CLI::App& cmd, RawOptions& o) {
-  cmd.add_option("--scale-ops", o.scale_ops, "Ladder operations, comma separated  [allreduce,allgather]");
-  cmd.add_option("--scale-bytes", o.scale_bytes, "Ladder message size, capped by --mem-cap  [256M]");
-  cmd.add_option("--mem-cap", o.mem_cap, "Buffer memory per rank the ladder may use  [2G]");
+void add_scale_options(CLI::App& cmd, RawOptions& o, Command) {
+  const ScaleConfig& d = defaults().scale;
+  cmd.add_option("--scale-ops", o.scale_ops, with_default("Ladder operations, comma separated", names_of(d.ops)));
+  cmd.add_option("--scale-bytes", o.scale_bytes,
+                 with_default("Ladder message size, capped by --mem-cap", size_text(d.bytes)));
+  cmd.add_option("--mem-cap", o.mem_cap,
+                 with_default("Buffer memory per rank the ladder may use", size_text(d.mem_cap)));
   cmd.add_flag("--scale-sweep", o.scale_sweep, "Also run a short size sweep at every ladder level");
   cmd.add_option("--nic-gbit-per-node", o.nic_gbit, "NIC line rate per node in Gb/s, for the NIC-bound ceiling");
   cmd.add_option("--grad-bytes", o.grad_bytes, "Projection: gradient bytes all-reduced per training step");
   cmd.add_option("--params", o.params, "Projection: parameter count (with --grad-dtype) instead of --grad-bytes");
-  cmd.add_option("--grad-dtype", o.grad_dtype, "Projection: gradient element type  [bfloat16]");
+  cmd.add_option("--grad-dtype", o.grad_dtype, with_default("Projection: gradient element type", o.grad_dtype));
   cmd.add_option("--compute-ms", o.compute_ms, "Projection: compute time per step on one GPU, in ms");
-  cmd.add_option("--overlap", o.overlap, "Projection: fraction of compute that hides communication, 0..1  [0]");
+  cmd.add_option("--overlap", o.overlap,
+                 with_default("Projection: fraction of compute that hides communication, 0..1", d.overlap));
   cmd.add_flag("--sharded", o.sharded, "Projection: sharded data parallel (reduce-scatter + all-gather)");
 }
 
-void add_pair_options(CLI::App& cmd, RawOptions& o) {
-  cmd.add_option("--pair-bytes", o.pair_bytes, "Pair matrix: message size for bandwidth  [64M]");
-  cmd.add_option("--pair-small-bytes", o.pair_small_bytes, "Pair matrix: message size for latency  [8]");
-  cmd.add_option("--pairs", o.pairs, "Pair rounds: all, or sample:K for K of the N-1 rounds  [all]");
-  cmd.add_option("--pair-full-limit", o.pair_full_limit,
-                 "Above this many nodes, each node meets --pair-peers random others instead of all  [64]");
-  cmd.add_option("--pair-peers", o.pair_peers, "Random pair rounds above --pair-full-limit nodes  [4]");
-  cmd.add_option("--pair-seed", o.pair_seed, "Seed of the random node order above --pair-full-limit (not 0)  [1]");
-  cmd.add_flag("--no-health", o.no_health, "run: skip the quick pass over node pairs before the sweep");
-  cmd.add_option("--outlier-mads", o.outlier_mads, "Findings: scaled MADs below the median to flag  [4]");
-  cmd.add_option("--outlier-drop", o.outlier_drop, "Findings: fraction below the median to flag, 0..1  [0.5]");
+void add_pair_options(CLI::App& cmd, RawOptions& o, Command) {
+  const PairConfig& d = defaults().pairs;
+  cmd.add_option("--pair-bytes", o.pair_bytes,
+                 with_default("Pair matrix: message size for bandwidth", size_text(d.bytes)));
+  cmd.add_option("--pair-small-bytes", o.pair_small_bytes,
+                 with_default("Pair matrix: message size for latency", size_text(d.small_bytes)));
+  cmd.add_option("--pairs", o.pairs, with_default("Pair rounds: all, or sample:K for K of the N-1 rounds", o.pairs));
+  cmd.add_option(
+      "--pair-full-limit", o.pair_full_limit,
+      with_default("Above this many nodes, each node meets --pair-peers random others instead of all", d.full_limit));
+  cmd.add_option("--pair-peers", o.pair_peers,
+                 with_default("Random pair rounds above --pair-full-limit nodes", d.peers));
+  cmd.add_option("--pair-seed", o.pair_seed,
+                 with_default("Seed of the random node order above --pair-full-limit (not 0)", d.seed));
+  cmd.add_option("--outlier-mads", o.outlier_mads,
+                 with_default("Findings: scaled MADs below the median to flag", d.outlier_mads));
+  cmd.add_option("--outlier-drop", o.outlier_drop,
+                 with_default("Findings: fraction below the median to flag, 0..1", d.outlier_drop));
 }
 
-void add_decision_options(CLI::App& cmd, RawOptions& o) {
+void add_p2p_sweep_options(CLI::App& cmd, RawOptions& o, Command) {
+  const P2PSweepConfig& d = defaults().p2p_sweep;
+  cmd.add_flag("--sweep", o.p2p_sweep,
+               "The OSU point-to-point tests over a size ladder between two ranks (instead of the pair matrix): "
+               "latency (ping-pong, half the round trip), bw (a window of messages one way), bibw (both ways)");
+  cmd.add_option("--ranks", o.p2p_ranks,
+                 "--sweep: the two world ranks, e.g. 0,1 (default: rank 0 and the first rank on another node)");
+  cmd.add_option("--nodes", o.p2p_nodes, "--sweep: two node indices, e.g. 0,3: local rank 0 of each");
+  cmd.add_option(
+      "--tests", o.p2p_tests,
+      with_default(fmt::format("--sweep: tests, comma separated: {}", names_of(all_p2p_tests())), names_of(d.tests)));
+  cmd.add_option("--window", o.window,
+                 with_default("--sweep: messages in flight per iteration of bw and bibw", d.window));
+}
+
+void add_gate_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--expect", o.expects,
                  "Gate, repeatable: SUBJECT.METRIC[@ARG]CMP VALUE, e.g. 'allreduce.busbw>=350', "
                  "'allgather.busbw@64M>=100', 'scale.efficiency@2>=0.9', 'topo.h2d_gbs>=40' (failing: exit 3)");
   cmd.add_flag("--expect-reference", o.expect_reference,
-               "Gate on the built-in reference figures for the detected hardware (FAIL: exit 3)");
+               "Gate on the built-in reference figures for the detected hardware (FAIL: exit 3; no reference: WARN)");
   cmd.add_flag("--fail-on-warn", o.fail_on_warn, "Exit 1 when the verdict is WARN");
-  cmd.add_option("--price-per-gpu-hour", o.price_per_gpu_hour, "Price of one GPU for an hour (any currency), for cost");
-  cmd.add_option("--price-per-node-hour", o.price_per_node_hour, "Price of one node for an hour, for cost");
+  cmd.add_option("--price-per-gpu-hour", o.price_per_gpu_hour,
+                 "Price of one GPU for an hour (any currency), for the cost");
+  cmd.add_option("--price-per-node-hour", o.price_per_node_hour, "Price of one node for an hour, for the cost");
 }
 
-void apply_decision_options(const RawOptions& o, ReportConfig& report) {
-  report.expects = o.expects;
-  report.expect_reference = o.expect_reference;
-  report.fail_on_warn = o.fail_on_warn;
-  report.profile = o.profile;
-  report.files = o.files;
-  report.html_path = o.html;
-  if (o.price_per_gpu_hour && o.price_per_node_hour)
-    throw UsageError("--price-per-gpu-hour: cannot be combined with --price-per-node-hour (give one of them)");
-  for (const auto& [flag, price] : {std::pair{"--price-per-gpu-hour", o.price_per_gpu_hour},
-                                    std::pair{"--price-per-node-hour", o.price_per_node_hour}}) {
-    if (price && !(std::isfinite(*price) && *price >= 0))
-      throw UsageError(fmt::format("{} {}: must be a finite price, 0 or above", flag, *price));
-  }
-  report.price_per_gpu_hour = o.price_per_gpu_hour;
-  report.price_per_node_hour = o.price_per_node_hour;
+void add_profile_option(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--profile", o.profile,
+                 "smoke: a short suite for CI (16 B..16 MiB x4; allreduce, allgather, sendrecv; 5 ms per size; "
+                 "data checked; ladder and pairs at 4 MiB; a 60 s --budget)");
 }
 
-// `--profile smoke`: a short one-node suite for CI. Only the options the
-// person did not give are set, so the profile can be narrowed further.
-void apply_profile(const CLI::App& cmd, RawOptions& o) {
-  if (o.profile.empty()) return;
-  if (o.profile != "smoke")
-    throw UsageError(fmt::format("--profile: unknown profile '{}' (choose from smoke)", o.profile));
-  const auto unset = [&cmd](const char* flag) { return cmd.count(flag) == 0; };
-  if (unset("--sizes") && unset("--min-bytes") && unset("--max-bytes") && unset("--step-factor")) {
-    o.min_bytes = "16";
-    o.max_bytes = "16M";
-    o.step_factor = 4;
-    o.step_given = true;
-  }
-  if (unset("--ops")) o.ops = "allreduce,allgather,sendrecv";
-  if (unset("--min-time-ms")) o.min_time_ms = 5;
-  if (unset("--warmup")) o.warmup = 2;
-  // The ladder and the pair matrix at 4 MiB, and the precision loop held
-  // to 25 ms a point: the whole suite fits the budget on a small machine.
-  if (unset("--pair-bytes")) o.pair_bytes = "4M";
-  if (unset("--scale-bytes")) o.scale_bytes = "4M";
-  if (unset("--max-time-ms")) o.max_time_ms = 25;
-  if (unset("--budget")) o.budget = "60s";
-  o.no_check = false;
+void add_topo_output_options(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--json", o.json, "Write the result, with its topology section, as JSON to FILE");
+  cmd.add_flag("-q,--quiet", o.quiet, "Print nothing but errors");
 }
+
+void add_report_options(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("files", o.files, "Result JSON files (several: compared; same cluster: aggregated)")->required();
+  cmd.add_option("--csv", o.csv, "Write CSV to FILE (one file: its records; several: the comparison)");
+  cmd.add_option("--html", o.html, "Write a self-contained HTML page with charts to FILE");
+  cmd.add_flag("-q,--quiet", o.quiet, "Print only the verdict line and errors");
+}
+
+void add_no_equivalents(CLI::App& cmd, RawOptions& o, Command) {
+  for (const NoEquivalent& n : no_equivalents) cmd.add_option(n.names, o.ignored)->expected(0, 1)->group("");
+}
+
+struct OptionGroup {
+  unsigned uses;
+  void (*add)(CLI::App&, RawOptions&, Command);
+};
+
+// Adding an option: one line in its group's function above (and its field
+// in RunConfig, whose default the help then shows).
+constexpr std::array<OptionGroup, 17> option_groups{{
+    {on_run | on_sweep | on_p2p, add_size_options},
+    {on_run | on_sweep, add_collective_options},
+    {measuring, add_iteration_options},
+    {measuring, add_budget_option},
+    {on_run, add_health_option},
+    {on_run | on_sweep | on_scale, add_rank_time_option},
+    {measuring, add_transport_options},
+    {measuring, add_output_options},
+    {measuring, add_label_option},
+    {on_run | on_topo, add_topology_options},
+    {on_run | on_scale, add_scale_options},
+    {on_run | on_p2p, add_pair_options},
+    {on_p2p, add_p2p_sweep_options},
+    {measuring | on_report, add_gate_options},
+    {on_run, add_profile_option},
+    {on_topo, add_topo_output_options},
+    {on_report, add_report_options},
+}};
+constexpr OptionGroup no_equivalent_group{measuring, add_no_equivalents};
+
+// --- Turning what was typed into a config. ---------------------------------
 
 std::vector<std::string> split_list(const std::string& text) {
   std::vector<std::string> items;
@@ -262,9 +468,33 @@ std::vector<T> parse_list(const std::string& flag, const std::string& text, Pars
   return out;
 }
 
+template <typename Enum>
+Enum parse_choice_flag(const std::string& flag, const std::string& text, const char* what = "choice") {
+  if (const auto value = parse_choice<Enum>(text)) return *value;
+  throw UsageError(fmt::format("{}: unknown {} '{}' (choose from {})", flag, what, text, choices_of<Enum>()));
+}
+
+// Whether `flag` was given to `cmd` (false for an option `cmd` does not have).
+bool given(const CLI::App& cmd, const char* flag) {
+  const CLI::Option* opt = cmd.get_option_no_throw(flag);
+  return opt != nullptr && opt->count() > 0;
+}
+
+// Two whole numbers, "A,B".
+std::vector<int> parse_pair(const std::string& flag, const std::string& text, const char* what) {
+  std::vector<int> out;
+  for (const std::string& item : split_list(text)) {
+    const bool digits = !item.empty() && item.find_first_not_of("0123456789") == std::string::npos && item.size() < 9;
+    if (!digits) throw UsageError(fmt::format("{}: '{}' is not a {} (a whole number, 0 or above)", flag, item, what));
+    out.push_back(std::stoi(item));
+  }
+  if (out.size() != 2) throw UsageError(fmt::format("{} {}: give two {}s, e.g. 0,1", flag, text, what));
+  return out;
+}
+
 std::size_t size_value(const std::string& flag, const std::string& text) {
   const auto value = parse_size(text);
-  if (!value) throw UsageError(fmt::format("{}: '{}' is not a size (bytes, or a K/M/G suffix, e.g. 64M)", flag, text));
+  if (!value) throw UsageError(fmt::format("{}: {}", flag, size_error(text)));
   if (*value == 0) throw UsageError(fmt::format("{}: the size must be above 0", flag));
   if (*value > max_message_bytes)
     throw UsageError(
@@ -276,7 +506,7 @@ std::size_t size_value(const std::string& flag, const std::string& text) {
 // `--json ""`): every option that takes a value must get one.
 void refuse_empty_values(const CLI::App& cmd) {
   for (const CLI::Option* opt : cmd.get_options()) {
-    if (opt->count() == 0 || opt->get_type_size() == 0) continue;
+    if (opt->count() == 0 || opt->get_type_size() == 0 || opt->get_group().empty()) continue;
     for (const std::string& value : opt->results())
       if (value.empty()) throw UsageError(fmt::format("{}: empty value", opt->get_name()));
   }
@@ -296,6 +526,90 @@ void require_whole_elements(const std::string& flag, std::size_t bytes, const st
   }
 }
 
+// The sizes: --sizes, or the ladder of -b/-e/-f over `range`'s defaults, in
+// whole elements of every type in `dtypes`.
+std::vector<std::size_t> parse_sizes(const RawOptions& o, const SizeRange& range, const std::vector<DType>& dtypes) {
+  std::vector<std::size_t> sizes;
+  const bool step_given = o.step_factor.has_value();
+  if (!o.sizes.empty()) {
+    if (!o.min_bytes.empty() || !o.max_bytes.empty() || step_given)
+      throw UsageError("--sizes: cannot be combined with -b/--min-bytes, -e/--max-bytes or -f/--step-factor");
+    for (const std::string& item : split_list(o.sizes)) {
+      const std::size_t bytes = size_value("--sizes", item);
+      require_whole_elements("--sizes", bytes, dtypes);
+      sizes.push_back(bytes);
+    }
+    if (sizes.size() > max_ladder_sizes)
+      throw UsageError(
+          fmt::format("--sizes: {} sizes, more than the {} one sweep may have", sizes.size(), max_ladder_sizes));
+    std::sort(sizes.begin(), sizes.end());
+    sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    return sizes;
+  }
+  const std::string min_text = o.min_bytes.empty() ? size_text(range.min_bytes) : o.min_bytes;
+  const std::string max_text = o.max_bytes.empty() ? size_text(range.max_bytes) : o.max_bytes;
+  const double factor = o.step_factor.value_or(range.factor);
+  const std::size_t lo = size_value("-b/--min-bytes", min_text);
+  const std::size_t hi = size_value("-e/--max-bytes", max_text);
+  if (lo > hi) throw UsageError(fmt::format("-b/--min-bytes {} is above -e/--max-bytes {}", min_text, max_text));
+  if (!(factor > 1.0)) throw UsageError(fmt::format("-f/--step-factor {} must be above 1", factor));
+  if (!std::isfinite(factor))
+    throw UsageError(fmt::format("-f/--step-factor {} must be a finite number above 1", factor));
+  require_whole_elements("-b/--min-bytes", lo, dtypes);
+  require_whole_elements("-e/--max-bytes", hi, dtypes);
+  std::vector<std::size_t> ladder = size_ladder(lo, hi, factor, widest_element(dtypes));
+  if (ladder.size() > max_ladder_sizes)
+    throw UsageError(
+        fmt::format("-f/--step-factor {}: the ladder from {} to {} would have more than {} sizes; use a "
+                    "larger factor or --sizes",
+                    factor, min_text, max_text, max_ladder_sizes));
+  return ladder;
+}
+
+void apply_decision_options(const RawOptions& o, ReportConfig& report) {
+  report.expects = o.expects;
+  report.expect_reference = o.expect_reference;
+  report.fail_on_warn = o.fail_on_warn;
+  report.profile = o.profile;
+  report.files = o.files;
+  report.html_path = o.html;
+  if (o.price_per_gpu_hour && o.price_per_node_hour)
+    throw UsageError("--price-per-gpu-hour: cannot be combined with --price-per-node-hour (give one of them)");
+  for (const auto& [flag, price] : {std::pair{"--price-per-gpu-hour", o.price_per_gpu_hour},
+                                    std::pair{"--price-per-node-hour", o.price_per_node_hour}}) {
+    if (price && !(std::isfinite(*price) && *price >= 0))
+      throw UsageError(fmt::format("{} {}: must be a finite price, 0 or above", flag, *price));
+  }
+  report.price_per_gpu_hour = o.price_per_gpu_hour;
+  report.price_per_node_hour = o.price_per_node_hour;
+  for (const std::string& e : report.expects) (void)parse_gate(e);
+}
+
+// `--profile smoke`: a short one-node suite for CI. Only the options the
+// person did not give are set, so the profile can be narrowed further.
+void apply_profile(const CLI::App& cmd, RawOptions& o) {
+  if (o.profile.empty()) return;
+  if (std::find(profiles.begin(), profiles.end(), o.profile) == profiles.end())
+    throw UsageError(
+        fmt::format("--profile: unknown profile '{}' (choose from {})", o.profile, fmt::join(profiles, ", ")));
+  const auto unset = [&cmd](const char* flag) { return !given(cmd, flag); };
+  if (unset("--sizes") && unset("--min-bytes") && unset("--max-bytes") && unset("--step-factor")) {
+    o.min_bytes = "16";
+    o.max_bytes = "16M";
+    o.step_factor = 4;
+  }
+  if (unset("--ops")) o.ops = "allreduce,allgather,sendrecv";
+  if (unset("--min-time-ms")) o.min_time_ms = 5;
+  if (unset("--warmup")) o.warmup = 2;
+  // The ladder and the pair matrix at 4 MiB, and the precision loop held
+  // to 25 ms a point: the whole suite fits the budget on a small machine.
+  if (unset("--pair-bytes")) o.pair_bytes = "4M";
+  if (unset("--scale-bytes")) o.scale_bytes = "4M";
+  if (unset("--max-time-ms")) o.max_time_ms = 25;
+  if (unset("--budget")) o.budget = "60s";
+  o.check_votes.clear();
+}
+
 void apply_scale_options(const RawOptions& o, ScaleConfig& scale) {
   if (!o.scale_ops.empty()) scale.ops = parse_list<Op>("--scale-ops", o.scale_ops, parse_op, all_ops(), "op");
   if (!o.scale_bytes.empty()) {
@@ -312,15 +626,14 @@ void apply_scale_options(const RawOptions& o, ScaleConfig& scale) {
     throw UsageError("--grad-bytes: cannot be combined with --params (give one of them)");
   if (!o.grad_bytes.empty()) scale.grad_bytes = size_value("--grad-bytes", o.grad_bytes);
   if (!std::isfinite(o.params) || o.params < 0) throw UsageError(fmt::format("--params {}: must be above 0", o.params));
+  scale.grad_dtype = parse_list<DType>("--grad-dtype", o.grad_dtype, parse_dtype, all_dtypes(), "dtype").front();
   if (o.params > 0) {
-    const auto dtype = parse_dtype(o.grad_dtype);
-    if (!dtype) throw UsageError(fmt::format("--grad-dtype: unknown dtype '{}'", o.grad_dtype));
     if (o.params < 1 || std::floor(o.params) != o.params)
       throw UsageError(fmt::format("--params {}: must be a whole number of parameters, 1 or more", o.params));
-    if (o.params * static_cast<double>(element_size(*dtype)) > static_cast<double>(max_message_bytes))
+    if (o.params * static_cast<double>(element_size(scale.grad_dtype)) > static_cast<double>(max_message_bytes))
       throw UsageError(fmt::format("--params {}: the gradients would be above the largest message size, {}", o.params,
                                    format_size(max_message_bytes)));
-    scale.grad_bytes = static_cast<std::size_t>(o.params) * element_size(*dtype);
+    scale.grad_bytes = static_cast<std::size_t>(o.params) * element_size(scale.grad_dtype);
   }
   if (scale.grad_bytes > 0 && !(o.compute_ms > 0))
     throw UsageError("--compute-ms: the training projection needs the compute time per step (above 0)");
@@ -364,71 +677,68 @@ void apply_pair_options(const RawOptions& o, PairConfig& pairs) {
   pairs.outlier_drop = o.outlier_drop;
 }
 
-RunConfig to_config(const RawOptions& o, Command command) {
+// p2p: the matrix, or with --sweep the OSU tests between two ranks; each
+// refuses the other's options.
+void apply_p2p_options(const CLI::App& cmd, const RawOptions& o, RunConfig& c) {
+  P2PSweepConfig& s = c.p2p_sweep;
+  s.enabled = o.p2p_sweep;
+  const std::vector<const char*> sweep_only{"--min-bytes", "--max-bytes", "--step-factor", "--sizes",
+                                            "--ranks",     "--nodes",     "--tests",       "--window"};
+  const std::vector<const char*> matrix_only{"--pair-bytes", "--pair-small-bytes", "--pairs", "--outlier-mads",
+                                             "--outlier-drop"};
+  for (const char* flag : s.enabled ? matrix_only : sweep_only) {
+    if (!given(cmd, flag)) continue;
+    if (s.enabled) throw UsageError(fmt::format("{}: p2p --sweep does not use it (the pair matrix does)", flag));
+    throw UsageError(fmt::format("{}: p2p uses it only with --sweep", flag));
+  }
+  if (!s.enabled) return;
+  c.sizes = parse_sizes(o, s.size_range, {DType::uint8});
+  if (!o.p2p_ranks.empty() && !o.p2p_nodes.empty())
+    throw UsageError("--ranks: cannot be combined with --nodes (give one of them)");
+  if (!o.p2p_ranks.empty()) s.ranks = parse_pair("--ranks", o.p2p_ranks, "rank");
+  if (!o.p2p_nodes.empty()) s.nodes = parse_pair("--nodes", o.p2p_nodes, "node");
+  if (!o.p2p_tests.empty())
+    s.tests = parse_list<P2PTest>("--tests", o.p2p_tests, parse_p2p_test, all_p2p_tests(), "test");
+  if (o.window < 1) throw UsageError(fmt::format("--window {}: must be 1 or above", o.window));
+  s.window = o.window;
+}
+
+bool check_from(const RawOptions& o) {
+  if (o.check_votes.empty()) return defaults().check;
+  for (const auto& [flag, value] : o.check_votes) {
+    if (value != o.check_votes.front().second)
+      throw UsageError(
+          fmt::format("{}: cannot be combined with {} (give one of them)", o.check_votes.front().first, flag));
+  }
+  return o.check_votes.front().second;
+}
+
+RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   RunConfig c;
   c.command = command;
-  if (o.transport == "auto")
-    c.transport = TransportChoice::automatic;
-  else if (o.transport == "nccl")
-    c.transport = TransportChoice::nccl;
-  else if (o.transport == "mpi")
-    c.transport = TransportChoice::mpi;
-  else
-    throw UsageError(fmt::format("--transport: unknown transport '{}' (choose from auto, nccl, mpi)", o.transport));
+  c.transport = parse_choice_flag<TransportChoice>("--transport", o.transport, "transport");
 
   if (!o.ops.empty()) c.ops = parse_list<Op>("--ops", o.ops, parse_op, all_ops(), "op");
   if (!o.dtypes.empty()) c.dtypes = parse_list<DType>("--dtype", o.dtypes, parse_dtype, all_dtypes(), "dtype");
-  if (!o.redops.empty()) {
-    static const std::vector<RedOp> redops{RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg};
-    c.redops = parse_list<RedOp>("--redop", o.redops, parse_redop, redops, "redop");
-  }
-
-  if (!o.sizes.empty()) {
-    if (!o.min_bytes.empty() || !o.max_bytes.empty() || o.step_given)
-      throw UsageError("--sizes: cannot be combined with -b/--min-bytes, -e/--max-bytes or -f/--step-factor");
-    for (const std::string& item : split_list(o.sizes)) {
-      const std::size_t bytes = size_value("--sizes", item);
-      require_whole_elements("--sizes", bytes, c.dtypes);
-      c.sizes.push_back(bytes);
-    }
-    if (c.sizes.size() > max_ladder_sizes)
-      throw UsageError(
-          fmt::format("--sizes: {} sizes, more than the {} one sweep may have", c.sizes.size(), max_ladder_sizes));
-    std::sort(c.sizes.begin(), c.sizes.end());
-    c.sizes.erase(std::unique(c.sizes.begin(), c.sizes.end()), c.sizes.end());
-  } else {
-    const std::string min_text = o.min_bytes.empty() ? default_min_bytes : o.min_bytes;
-    const std::string max_text = o.max_bytes.empty() ? default_max_bytes : o.max_bytes;
-    const std::size_t lo = size_value("-b/--min-bytes", min_text);
-    const std::size_t hi = size_value("-e/--max-bytes", max_text);
-    if (lo > hi) throw UsageError(fmt::format("-b/--min-bytes {} is above -e/--max-bytes {}", min_text, max_text));
-    if (!(o.step_factor > 1.0)) throw UsageError(fmt::format("-f/--step-factor {} must be above 1", o.step_factor));
-    if (!std::isfinite(o.step_factor))
-      throw UsageError(fmt::format("-f/--step-factor {} must be a finite number above 1", o.step_factor));
-    require_whole_elements("-b/--min-bytes", lo, c.dtypes);
-    require_whole_elements("-e/--max-bytes", hi, c.dtypes);
-    c.sizes = size_ladder(lo, hi, o.step_factor, widest_element(c.dtypes));
-    if (c.sizes.size() > max_ladder_sizes)
-      throw UsageError(
-          fmt::format("-f/--step-factor {}: the ladder from {} to {} would have more than {} sizes; use a "
-                      "larger factor or --sizes",
-                      o.step_factor, min_text, max_text, max_ladder_sizes));
-  }
+  if (!o.redops.empty()) c.redops = parse_list<RedOp>("--redop", o.redops, parse_redop, all_redops(), "redop");
+  if (command == Command::run || command == Command::sweep) c.sizes = parse_sizes(o, c.size_range, c.dtypes);
 
   if (o.root < 0) throw UsageError(fmt::format("--root {}: must be 0 or above", o.root));
   c.root = o.root;
   if (o.warmup < 0) throw UsageError(fmt::format("--warmup {}: must be 0 or above", o.warmup));
-  if (o.iters_given && o.iters < 1) throw UsageError(fmt::format("--iters {}: must be 1 or above", o.iters));
+  if (given(cmd, "--iters") && o.iters < 1) throw UsageError(fmt::format("--iters {}: must be 1 or above", o.iters));
   if (!(o.min_time_ms > 0.0) || !std::isfinite(o.min_time_ms))
     throw UsageError(fmt::format("--min-time-ms {}: must be a finite number above 0", o.min_time_ms));
   if (o.min_iters < 1) throw UsageError(fmt::format("--min-iters {}: must be 1 or above", o.min_iters));
   if (o.max_iters < o.min_iters)
     throw UsageError(fmt::format("--max-iters {} is below --min-iters {}", o.max_iters, o.min_iters));
+  c.iterations = {o.warmup, o.iters, o.min_time_ms, o.min_iters, o.max_iters};
   if (!(o.precision_pct >= 0.0) || o.precision_pct >= 100.0)
     throw UsageError(fmt::format("--precision {}: must be a percentage from 0 (off) to below 100", o.precision_pct));
   if (!(o.max_time_ms > 0.0) || !std::isfinite(o.max_time_ms))
     throw UsageError(fmt::format("--max-time-ms {}: must be above 0", o.max_time_ms));
-  c.iterations = {o.warmup, o.iters, o.min_time_ms, o.min_iters, o.max_iters, o.precision_pct / 100.0, o.max_time_ms};
+  c.iterations.precision = o.precision_pct / 100.0;
+  c.iterations.max_time_ms = o.max_time_ms;
   if (!o.budget.empty()) {
     c.budget_s = parse_duration_s(o.budget);
     if (!c.budget_s)
@@ -436,17 +746,9 @@ RunConfig to_config(const RawOptions& o, Command command) {
           fmt::format("--budget: '{}' is not a duration above 0 (seconds, or with s, m or h: 90s, 5m)", o.budget));
   }
   c.health = !o.no_health;
-  if (o.check_given && o.no_check) throw UsageError("--check: cannot be combined with --no-check (give one of them)");
-  c.check = !o.no_check;
-
-  if (o.inplace == "both")
-    c.inplace = InPlaceChoice::both;
-  else if (o.inplace == "only")
-    c.inplace = InPlaceChoice::only;
-  else if (o.inplace == "no")
-    c.inplace = InPlaceChoice::no;
-  else
-    throw UsageError(fmt::format("--inplace: unknown choice '{}' (choose from both, only, no)", o.inplace));
+  c.check = check_from(o);
+  c.rank_time = parse_choice_flag<RankTime>("-a/--rank-time", o.rank_time);
+  c.inplace = parse_choice_flag<InPlaceChoice>("--inplace", o.inplace);
 
   c.json_path = o.json;
   c.csv_path = o.csv;
@@ -455,27 +757,92 @@ RunConfig to_config(const RawOptions& o, Command command) {
       throw UsageError("--label: must not hold control characters");
   c.label = o.label;
   c.quiet = o.quiet;
-  if (o.progress == "auto")
-    c.progress = ProgressChoice::automatic;
-  else if (o.progress == "on")
-    c.progress = ProgressChoice::on;
-  else if (o.progress == "off")
-    c.progress = ProgressChoice::off;
-  else
-    throw UsageError(fmt::format("--progress: unknown choice '{}' (choose from auto, on, off)", o.progress));
-  if (o.gpus < 0) throw UsageError(fmt::format("--gpus {}: must be 1 or above", o.gpus));
+  c.progress = parse_choice_flag<ProgressChoice>("--progress", o.progress);
+  if (o.gpus < 0 || (given(cmd, "--gpus") && o.gpus < 1))
+    throw UsageError(fmt::format("--gpus {}: must be 1 or above", o.gpus));
+  if (o.graph_launches < 0) throw UsageError(fmt::format("-G {}: must be 0 or above", o.graph_launches));
   // A week: long enough for any step, short enough that milliseconds fit.
   constexpr double longest_timeout_s = 7 * 24 * 3600;
   if (!(o.timeout_s > 0.0)) throw UsageError(fmt::format("--timeout {}: must be above 0 seconds", o.timeout_s));
   if (!(o.timeout_s <= longest_timeout_s))
     throw UsageError(fmt::format("--timeout {}: must be at most {} seconds", o.timeout_s, longest_timeout_s));
-  c.gpu = {o.gpus, o.allow_shared_gpu, o.graph, o.timeout_s};
+  c.gpu = {o.gpus, o.allow_shared_gpu, o.graph || o.graph_launches > 0, o.timeout_s};
   c.sysfs_root = o.sysfs_root;
   c.procfs_root = o.procfs_root;
   c.measure_topology = !o.no_measure;
   apply_scale_options(o, c.scale);
   apply_pair_options(o, c.pairs);
+  if (command == Command::p2p) apply_p2p_options(cmd, o, c);
+  apply_decision_options(o, c.report);
   return c;
+}
+
+// --- Mistakes: options of another subcommand, typos, nccl-tests habits. ---
+
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// The closest of `candidates` to `typed`, when close enough to be a typo.
+std::optional<std::string> closest(std::string_view typed, const std::vector<std::string>& candidates) {
+  std::optional<std::string> best;
+  std::size_t best_distance = std::max<std::size_t>(2, typed.size() / 4) + 1;
+  for (const std::string& c : candidates) {
+    const std::size_t d = edit_distance(typed, c);
+    if (d < best_distance) {
+      best_distance = d;
+      best = c;
+    }
+  }
+  return best;
+}
+
+std::vector<std::string> option_names(const CLI::App& cmd) {
+  std::vector<std::string> names;
+  for (const CLI::Option* opt : cmd.get_options()) {
+    if (opt->get_group().empty()) continue;
+    for (const std::string& l : opt->get_lnames()) names.push_back("--" + l);
+    for (const std::string& s : opt->get_snames()) names.push_back("-" + s);
+  }
+  return names;
+}
+
+// One line for an argument the subcommand does not take.
+[[noreturn]] void refuse_extra(const std::string& token, const CLI::App& cmd, const std::vector<CLI::App*>& all) {
+  if (token.size() < 2 || token[0] != '-')
+    throw UsageError(fmt::format("'{}': {} takes no such argument", token, cmd.get_name()));
+  const std::string flag = token.substr(0, token.find('='));
+  std::vector<std::string> owners;
+  for (const CLI::App* other : all) {
+    const CLI::Option* opt = other->get_option_no_throw(flag);
+    if (other != &cmd && opt != nullptr && !opt->get_group().empty()) owners.push_back(other->get_name());
+  }
+  if (!owners.empty())
+    throw UsageError(
+        fmt::format("{}: {} does not use it (an option of {})", flag, cmd.get_name(), fmt::join(owners, ", ")));
+  if (const auto guess = closest(flag, option_names(cmd)))
+    throw UsageError(fmt::format("{}: unknown option of {}; did you mean {}?", flag, cmd.get_name(), *guess));
+  throw UsageError(
+      fmt::format("{}: unknown option of {} (fabricbench {} --help lists them)", flag, cmd.get_name(), cmd.get_name()));
+}
+
+void refuse_no_equivalents(const CLI::App& cmd) {
+  for (const NoEquivalent& n : no_equivalents) {
+    const std::string names = n.names;
+    const std::string first = names.substr(0, names.find(','));
+    if (given(cmd, first.c_str())) throw UsageError(fmt::format("fabricbench has no {}: {}", first, n.why));
+  }
 }
 
 }  // namespace
@@ -484,65 +851,45 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   CLI::App app{"fabricbench: GPU cluster interconnect benchmark (NCCL and MPI collectives, bus bandwidth)",
                "fabricbench"};
   app.require_subcommand(0, 1);
-  RawOptions run_options;
-  RawOptions sweep_options;
-  RawOptions scale_options;
-  RawOptions p2p_options;
-  CLI::App* run = app.add_subcommand("run", "The full suite (default when no subcommand is given)");
-  CLI::App* sweep = app.add_subcommand("sweep", "Collective sweeps over message sizes");
-  CLI::App* scale = app.add_subcommand("scale", "Scaling ladder: bus bandwidth from 1 node to all nodes");
-  CLI::App* p2p = app.add_subcommand("p2p", "Node-pair matrix: bandwidth and latency of every node pair, slow nodes");
-  RawOptions topo_options;
-  CLI::App* topo = app.add_subcommand("topo", "Topology: what is in each node and what differs from its peers");
-  topo->add_option("--json", topo_options.json, "Write the result, with its topology section, as JSON to FILE");
-  topo->add_flag("-q,--quiet", topo_options.quiet, "Print nothing but errors");
-  add_topology_options(*topo, topo_options);
-  CLI::App* version = app.add_subcommand("version", "Tool version, git hash, transports and library versions");
-  RawOptions report_options;
-  CLI::App* report = app.add_subcommand(
-      "report", "Read result files: tables, verdicts, cost; compare runs; --csv, --html; gates for CI (no MPI needed)");
-  report->add_option("files", report_options.files, "Result JSON files (several: compared; same cluster: aggregated)")
-      ->required();
-  report->add_option("--csv", report_options.csv, "Write CSV to FILE (one file: its records; several: the comparison)");
-  report->add_option("--html", report_options.html, "Write a self-contained HTML page with charts to FILE");
-  report->add_flag("-q,--quiet", report_options.quiet, "Print only the verdict line and errors");
-  add_decision_options(*report, report_options);
-  add_decision_options(*run, run_options);
-  run->add_option("--profile", run_options.profile,
-                  "smoke: a short suite for CI (16 B..16 MiB x4; allreduce, allgather, sendrecv; 5 ms per size; "
-                  "data checked; ladder and pairs at 4 MiB; a 60 s --budget)");
-  for (CLI::App* measuring : {sweep, scale, p2p}) {
-    RawOptions* target = measuring == sweep ? &sweep_options : measuring == scale ? &scale_options : &p2p_options;
-    measuring->add_option("--price-per-gpu-hour", target->price_per_gpu_hour,
-                          "Price of one GPU for an hour (any currency), recorded for the report's cost");
-    measuring->add_option("--price-per-node-hour", target->price_per_node_hour,
-                          "Price of one node for an hour, recorded for the report's cost");
+  RawOptions options;
+  std::vector<CLI::App*> commands;
+  for (const Subcommand& s : subcommands) {
+    CLI::App* cmd = app.add_subcommand(s.name, s.description);
+    cmd->allow_extras();
+    for (const OptionGroup& g : option_groups)
+      if ((g.uses & s.bit) != 0) g.add(*cmd, options, s.command);
+    if ((no_equivalent_group.uses & s.bit) != 0) no_equivalent_group.add(*cmd, options, s.command);
+    commands.push_back(cmd);
   }
-  add_sweep_options(*run, run_options);
-  add_scale_options(*run, run_options);
-  add_pair_options(*run, run_options);
-  add_topology_options(*run, run_options);
-  add_sweep_options(*sweep, sweep_options);
-  add_sweep_options(*scale, scale_options);
-  add_scale_options(*scale, scale_options);
-  add_sweep_options(*p2p, p2p_options);
-  add_pair_options(*p2p, p2p_options);
-
-  // No subcommand means `run`: options given without one belong to it.
-  std::vector<std::string> argv = args;
-  const bool names_subcommand = !argv.empty() && (argv[0] == "run" || argv[0] == "sweep" || argv[0] == "scale" ||
-                                                  argv[0] == "p2p" || argv[0] == "topo" || argv[0] == "report" ||
-                                                  argv[0] == "version" || argv[0] == "-h" || argv[0] == "--help");
-  if (!names_subcommand) argv.insert(argv.begin(), "run");
 
   ParseOutcome outcome;
+  outcome.config.command_line = args;
+  if (!args.empty() && args[0] == "--version") {
+    outcome.config.command = Command::version;
+    return outcome;
+  }
+  // No subcommand means `run`: options given without one belong to it.
+  std::vector<std::string> argv = args;
+  const auto is_subcommand = [](const std::string& word) {
+    return std::any_of(subcommands.begin(), subcommands.end(), [&](const Subcommand& s) { return word == s.name; });
+  };
+  if (!argv.empty() && !argv[0].empty() && argv[0][0] != '-' && !is_subcommand(argv[0])) {
+    std::vector<std::string> names;
+    for (const Subcommand& s : subcommands) names.emplace_back(s.name);
+    if (const auto guess = closest(argv[0], names))
+      throw UsageError(fmt::format("'{}' is not a subcommand; did you mean {}?", argv[0], *guess));
+    throw UsageError(fmt::format("'{}' is not a subcommand (choose from {})", argv[0], fmt::join(names, ", ")));
+  }
+  const bool names_subcommand = !argv.empty() && (is_subcommand(argv[0]) || argv[0] == "-h" || argv[0] == "--help");
+  if (!names_subcommand) argv.insert(argv.begin(), "run");
+
   try {
     std::vector<std::string> reversed(argv.rbegin(), argv.rend());
     app.parse(reversed);
   } catch (const CLI::CallForHelp&) {
     outcome.exit_now = true;
     outcome.text = app.help();
-    for (CLI::App* sub : {run, sweep, scale, p2p, topo, version, report}) {
+    for (const CLI::App* sub : commands) {
       if (sub->parsed()) outcome.text = sub->help();
     }
     return outcome;
@@ -552,44 +899,38 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
     throw UsageError(message);
   }
 
-  outcome.config.command_line = args;
-  if (version->parsed()) {
+  const CLI::App* chosen = nullptr;
+  Command command = Command::run;
+  for (std::size_t i = 0; i < subcommands.size(); ++i) {
+    if (commands[i]->parsed()) {
+      chosen = commands[i];
+      command = subcommands[i].command;
+    }
+  }
+  if (chosen == nullptr) throw UsageError("no subcommand");
+  refuse_no_equivalents(*chosen);
+  refuse_empty_values(*chosen);
+  if (const std::vector<std::string> extra = chosen->remaining(); !extra.empty())
+    refuse_extra(extra.front(), *chosen, commands);
+
+  if (command == Command::version) {
     outcome.config.command = Command::version;
     return outcome;
   }
-  for (const CLI::App* sub : {run, sweep, scale, p2p, topo, report})
-    if (sub->parsed()) refuse_empty_values(*sub);
-  if (report->parsed()) {
+  if (command == Command::report) {
     RunConfig c;
     c.command = Command::report;
-    c.csv_path = report_options.csv;
-    c.quiet = report_options.quiet;
-    apply_decision_options(report_options, c.report);
-    for (const std::string& e : c.report.expects) (void)parse_gate(e);
+    c.csv_path = options.csv;
+    c.quiet = options.quiet;
+    apply_decision_options(options, c.report);
     c.command_line = args;
     outcome.config = std::move(c);
     return outcome;
   }
-  apply_profile(*run, run_options);
-  if (sweep->parsed())
-    outcome.config = to_config(sweep_options, Command::sweep);
-  else if (scale->parsed())
-    outcome.config = to_config(scale_options, Command::scale);
-  else if (p2p->parsed())
-    outcome.config = to_config(p2p_options, Command::p2p);
-  else if (topo->parsed()) {
-    outcome.config = to_config(topo_options, Command::topo);
-    // The probe moves no collective data; the host transport only fills the record.
-    outcome.config.transport = TransportChoice::mpi;
-  } else
-    outcome.config = to_config(run_options, Command::run);
-  const RawOptions& chosen = sweep->parsed()   ? sweep_options
-                             : scale->parsed() ? scale_options
-                             : p2p->parsed()   ? p2p_options
-                             : topo->parsed()  ? topo_options
-                                               : run_options;
-  apply_decision_options(chosen, outcome.config.report);
-  for (const std::string& e : outcome.config.report.expects) (void)parse_gate(e);
+  if (command == Command::run) apply_profile(*chosen, options);
+  outcome.config = to_config(*chosen, options, command);
+  // The probe moves no collective data; the host transport only fills the record.
+  if (command == Command::topo) outcome.config.transport = TransportChoice::mpi;
   outcome.config.command_line = args;
   return outcome;
 }

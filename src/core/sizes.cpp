@@ -8,44 +8,71 @@
 
 namespace fabricbench {
 
-std::optional<std::size_t> parse_size(std::string_view text) {
-  if (text.empty()) return std::nullopt;
+namespace {
+
+// The multiplier's shift for a suffix: none or B; K, M, G, T (either case,
+// as nccl-tests); KiB, MiB, GiB, TiB. -1 for anything else.
+int suffix_shift(std::string_view suffix) {
+  if (suffix.empty() || suffix == "B") return 0;
+  const auto shift_of = [](char c) {
+    switch (std::toupper(static_cast<unsigned char>(c))) {
+      case 'K':
+        return 10;
+      case 'M':
+        return 20;
+      case 'G':
+        return 30;
+      case 'T':
+        return 40;
+      default:
+        return -1;
+    }
+  };
+  if (suffix.size() == 1) return shift_of(suffix[0]);
+  if (suffix.size() == 3 && suffix.substr(1) == "iB") return shift_of(suffix[0]);
+  return -1;
+}
+
+std::size_t leading_digits(std::string_view text) {
   std::size_t digits = 0;
+  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) ++digits;
+  return digits;
+}
+
+}  // namespace
+
+std::optional<std::size_t> parse_size(std::string_view text) {
+  const std::size_t digits = leading_digits(text);
+  if (digits == 0) return std::nullopt;
   std::size_t value = 0;
   constexpr auto max = std::numeric_limits<std::size_t>::max();
-  while (digits < text.size() && std::isdigit(static_cast<unsigned char>(text[digits])) != 0) {
-    const auto d = static_cast<std::size_t>(text[digits] - '0');
+  for (const char c : text.substr(0, digits)) {
+    const auto d = static_cast<std::size_t>(c - '0');
     if (value > (max - d) / 10) return std::nullopt;
     value = value * 10 + d;
-    ++digits;
   }
-  if (digits == 0) return std::nullopt;
-  const std::string_view suffix = text.substr(digits);
-  int shift = 0;
-  if (suffix.empty() || suffix == "B" || suffix == "b") {
-    shift = 0;
-  } else if (suffix.size() == 1 || (suffix.size() == 2 && (suffix[1] == 'B' || suffix[1] == 'b'))) {
-    switch (std::toupper(static_cast<unsigned char>(suffix[0]))) {
-      case 'K':
-        shift = 10;
-        break;
-      case 'M':
-        shift = 20;
-        break;
-      case 'G':
-        shift = 30;
-        break;
-      case 'T':
-        shift = 40;
-        break;
-      default:
-        return std::nullopt;
-    }
-  } else {
-    return std::nullopt;
-  }
+  const int shift = suffix_shift(text.substr(digits));
+  if (shift < 0) return std::nullopt;
   if (shift > 0 && value > (max >> shift)) return std::nullopt;
   return value << shift;
+}
+
+std::string size_error(std::string_view text) {
+  const std::size_t digits = leading_digits(text);
+  const std::string_view suffix = text.substr(digits);
+  // 1MB, 1kb, 1Gb: decimal to some, binary to others, bits to a few.
+  if (digits > 0 && suffix.size() == 2 && (suffix[1] == 'B' || suffix[1] == 'b') &&
+      suffix_shift(suffix.substr(0, 1)) > 0) {
+    const char unit = static_cast<char>(std::toupper(static_cast<unsigned char>(suffix[0])));
+    return fmt::format(
+        "'{}' is ambiguous ({}{} means 10^n bytes to some, 2^n or bits to others): write {}{} or {}{}iB, "
+        "both binary",
+        text, unit, suffix[1], text.substr(0, digits), unit, text.substr(0, digits), unit);
+  }
+  if (digits > 0 && suffix == "b")
+    return fmt::format("'{}' is ambiguous (b may mean bits): write {} or {}B for bytes", text, text.substr(0, digits),
+                       text.substr(0, digits));
+  return fmt::format("'{}' is not a size (bytes, or a binary K/M/G or KiB/MiB/GiB suffix, e.g. 64M = 64MiB)", text);
 }
 
 std::string format_size(std::size_t bytes) {

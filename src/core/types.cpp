@@ -56,6 +56,12 @@ constexpr std::array<std::pair<std::string_view, RedOp>, 5> redop_names{{
     {"avg", RedOp::avg},
 }};
 
+constexpr std::array<std::pair<std::string_view, P2PTest>, 3> p2p_test_names{{
+    {"latency", P2PTest::latency},
+    {"bw", P2PTest::bandwidth},
+    {"bibw", P2PTest::bibandwidth},
+}};
+
 }  // namespace
 
 std::string_view name(Op op) {
@@ -79,11 +85,19 @@ std::string_view name(RedOp redop) {
   return "?";
 }
 
+std::string_view name(P2PTest test) {
+  for (const auto& [label, value] : p2p_test_names) {
+    if (value == test) return label;
+  }
+  return "?";
+}
+
 std::string_view name(Placement placement) { return placement == Placement::in_place ? "in_place" : "out_of_place"; }
 
 std::optional<Op> parse_op(std::string_view text) { return lookup(op_names, text); }
 std::optional<DType> parse_dtype(std::string_view text) { return lookup(dtype_names, text); }
 std::optional<RedOp> parse_redop(std::string_view text) { return lookup(redop_names, text); }
+std::optional<P2PTest> parse_p2p_test(std::string_view text) { return lookup(p2p_test_names, text); }
 
 const std::vector<Op>& all_ops() {
   static const std::vector<Op> ops{Op::allreduce, Op::allgather, Op::reducescatter, Op::broadcast,
@@ -96,6 +110,16 @@ const std::vector<DType>& all_dtypes() {
                                          DType::half,    DType::bfloat16, DType::float32, DType::float64,
                                          DType::fp8e4m3, DType::fp8e5m2};
   return dtypes;
+}
+
+const std::vector<RedOp>& all_redops() {
+  static const std::vector<RedOp> redops{RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg};
+  return redops;
+}
+
+const std::vector<P2PTest>& all_p2p_tests() {
+  static const std::vector<P2PTest> tests{P2PTest::latency, P2PTest::bandwidth, P2PTest::bibandwidth};
+  return tests;
 }
 
 std::size_t element_size(DType dtype) {

@@ -133,8 +133,10 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   mean /= comm.size();
   comm.allreduce_min(std::span<double>(&low, 1));
   comm.allreduce_max(std::span<double>(&high, 1));
+  const double rank0 = comm.broadcast_value(local, 0);
+  const double headline = headline_seconds(config.rank_time, rank0, mean, low, high);
 
-  out.timing = make_timing(spec.op, comm.size(), spec.counts.bytes, mean, low, high, samples, iters);
+  out.timing = make_timing(spec.op, comm.size(), spec.counts.bytes, headline, low, high, samples, iters);
   out.timing.wrong = wrong;
   out.timing.distribution_from_second_batch = !stamps_inline;
   out.local_seconds = local;
@@ -150,6 +152,20 @@ int more_iterations(const IterationPolicy& policy, int done, double precision_re
   return more > 0 ? static_cast<int>(more) : 0;
 }
 
+double headline_seconds(RankTime choice, double rank0_s, double mean_s, double min_s, double max_s) {
+  switch (choice) {
+    case RankTime::rank0:
+      return rank0_s;
+    case RankTime::min:
+      return min_s;
+    case RankTime::max:
+      return max_s;
+    case RankTime::mean:
+      break;
+  }
+  return mean_s;
+}
+
 int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_iteration) {
   if (policy.fixed_iters > 0) return policy.fixed_iters;
   const int low = std::max(1, policy.min_iters);
@@ -160,17 +176,17 @@ int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_i
   return std::max(low, static_cast<int>(wanted));
 }
 
-Timing make_timing(Op op, int nranks, std::size_t bytes, double mean_s, double min_s, double max_s,
+Timing make_timing(Op op, int nranks, std::size_t bytes, double headline_s, double min_s, double max_s,
                    std::span<const double> per_iteration_s, int iterations) {
   Timing t;
-  t.time_us = mean_s * 1e6;
+  t.time_us = headline_s * 1e6;
   t.time_min_us = min_s * 1e6;
   t.time_max_us = max_s * 1e6;
   const SampleStats s = summarize(per_iteration_s);
   t.p50_us = s.p50 * 1e6;
   t.p99_us = s.p99 * 1e6;
   t.cv = s.cv;
-  t.algbw_gbs = mean_s > 0 ? static_cast<double>(bytes) / mean_s / 1e9 : 0.0;
+  t.algbw_gbs = headline_s > 0 ? static_cast<double>(bytes) / headline_s / 1e9 : 0.0;
   t.busbw_gbs = t.algbw_gbs * busbw_factor(op, nranks);
   t.iterations = iterations;
   if (const double h = relative_half_width(per_iteration_s); std::isfinite(h)) t.precision = h;

@@ -113,7 +113,7 @@ class Sweep(unittest.TestCase):
     def test_interrupted_run_leaves_valid_json_of_what_finished(self):
         cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", "2",
                ARGS.binary, "sweep", "--ops", "allreduce,allgather,sendrecv,alltoall", "--sizes", "1K,64K",
-               "--iters", "1000", "--json", self.json]
+               "--iters", "5000", "--json", self.json]
         proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.time() + 120
         records = 0
@@ -174,6 +174,117 @@ class BadInput(unittest.TestCase):
                 self.assertTrue(lines[0].startswith("fabricbench: error: "), lines[0])
                 self.assertRegex(lines[0], message)
                 self.assertNotIn("MPI_ABORT", proc.stdout + proc.stderr)
+
+
+class PointToPointSweep(unittest.TestCase):
+    """p2p --sweep: osu_latency, osu_bw and osu_bibw over sizes between two ranks."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.json = os.path.join(self.dir.name, "p.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def check_sweep(self, doc, ranks, sizes):
+        sweep = doc["p2p_sweep"]
+        self.assertEqual(sweep["ranks"], ranks)
+        self.assertEqual(sweep["wrong"], 0)
+        self.assertTrue(doc["status"]["data_ok"])
+        seen = [r["bytes"] for r in sweep["records"]]
+        self.assertEqual(seen, sorted(seen), "records are not in size order")
+        self.assertEqual(sorted(set(seen)), sizes)
+        for size in sizes:
+            tests = {r["test"]: r for r in sweep["records"] if r["bytes"] == size}
+            self.assertEqual(set(tests), {"latency", "bw", "bibw"}, size)
+            for r in tests.values():
+                self.assertEqual(r["wrong"], 0)
+                self.assertGreater(r["bandwidth_gbs"], 0)
+                self.assertEqual(r["iterations"], 3)
+            self.assertAlmostEqual(tests["latency"]["latency_us"], tests["latency"]["time_us"] / 2)
+            self.assertEqual(tests["bw"]["window"], 4)
+        self.assertNotIn("pairs", doc)
+
+    def test_two_ranks_default_pair(self):
+        proc = mpirun(2, "p2p", "--sweep", "-b", "1", "-e", "64K", "-f", "16", "--iters", "3", "--warmup", "1",
+                      "--window", "4", "--transport", "mpi", "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("# Point-to-point sweep: rank 0", proc.stdout)
+        self.assertRegex(proc.stdout, r"#\s+size\s+latency\s+bw\s+bibw\s+#wrong")
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.check_sweep(doc, [0, 1], [1, 16, 256, 4096, 65536])
+
+    def test_chosen_ranks_among_three(self):
+        proc = mpirun(3, "p2p", "--sweep", "--sizes", "8,1K", "--ranks", "2,1", "--iters", "3", "--window", "4",
+                      "--transport", "mpi", "-q", "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.check_sweep(doc, [2, 1], [8, 1024])
+
+    def test_a_rank_that_does_not_exist_exits_2(self):
+        proc = mpirun(2, "p2p", "--sweep", "--ranks", "0,5", "--transport", "mpi")
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertIn("fabricbench: error: --ranks 5: there are only 2 ranks (0 to 1)", proc.stderr)
+
+
+class CommandLineHabits(unittest.TestCase):
+    """nccl-tests' flags, mistakes and gates; parse errors need no launcher."""
+
+    def fabricbench(self, *args):
+        return subprocess.run([ARGS.binary, *args], capture_output=True, text=True, timeout=60)
+
+    def test_each_mistake_exits_2_with_one_line(self):
+        cases = [
+            (["-t", "4"], r"^fabricbench: error: fabricbench has no -t: one rank per GPU, launched by mpirun"),
+            (["sweep", "-g", "8"], r"^fabricbench: error: fabricbench has no -g: "),
+            (["swep"], r"^fabricbench: error: 'swep' is not a subcommand; did you mean sweep\?$"),
+            (["sweep", "--warmpu", "1"], r"did you mean --warmup\?$"),
+            (["scale", "--dtype", "float"], r"--dtype: scale does not use it \(an option of run, sweep\)$"),
+            (["p2p", "--ops", "allreduce"], r"--ops: p2p does not use it"),
+            (["sweep", "--iters", "0"], r"--iters 0: must be 1 or above"),
+            (["sweep", "--sizes", "1MB"], r"--sizes: '1MB' is ambiguous"),
+            (["sweep", "-a", "7"], r"-a/--rank-time: unknown choice '7'"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args):
+                proc = self.fabricbench(*args)
+                self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+                lines = [l for l in proc.stderr.splitlines() if l.strip()]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertRegex(lines[0], message)
+
+    def test_version_flag(self):
+        proc = self.fabricbench("--version")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertRegex(proc.stdout, r"^fabricbench \d+\.\d+\.\d+ \(git ")
+
+    def test_headline_time_follows_rank_time_and_is_recorded(self):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            proc = mpirun(2, "sweep", "--sizes", "64,1K", "-n", "3", "-w", "1", "-a", "2", "--ops", "allreduce",
+                          "--transport", "mpi", "--json", path)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            validate(self, path)
+            with open(path, encoding="utf-8") as f:
+                doc = json.load(f)
+        self.assertEqual(doc["run"]["rank_time"], "min")
+        for r in doc["records"]:
+            self.assertEqual(r["time_us"], r["time_min_us"])
+            self.assertEqual(r["iterations"], 3)
+
+    def test_gates_on_sweep_and_a_missing_reference_warns(self):
+        proc = mpirun(2, "sweep", "--sizes", "1K", "-n", "2", "--ops", "allreduce", "--transport", "mpi",
+                      "--expect", "allreduce.busbw>=1e12")
+        self.assertEqual(proc.returncode, 3, proc.stdout + proc.stderr)
+        self.assertIn("FAIL", proc.stdout)
+        proc = mpirun(2, "sweep", "--sizes", "1K", "-n", "2", "--ops", "allreduce", "--transport", "mpi",
+                      "--expect-reference", "--fail-on-warn")
+        self.assertEqual(proc.returncode, 1, proc.stdout + proc.stderr)
+        self.assertIn("give --expect", proc.stdout)
 
 
 class Version(unittest.TestCase):

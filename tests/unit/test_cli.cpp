@@ -121,6 +121,138 @@ TEST(Cli, RootMustBeARank) {
   }
 }
 
+TEST(Cli, DefaultsLiveInTheConfigAndTheHelpShowsThem) {
+  const RunConfig d;
+  const RunConfig c = parse({"sweep"});
+  EXPECT_EQ(c.iterations.warmup, d.iterations.warmup);
+  EXPECT_EQ(c.iterations.min_time_ms, d.iterations.min_time_ms);
+  EXPECT_EQ(c.iterations.max_iters, d.iterations.max_iters);
+  EXPECT_EQ(c.gpu.timeout_s, d.gpu.timeout_s);
+  EXPECT_EQ(c.rank_time, RankTime::mean);
+  EXPECT_EQ(c.sizes.front(), d.size_range.min_bytes);
+  EXPECT_EQ(c.sizes.back(), d.size_range.max_bytes);
+  const std::string help = parse_command_line({"sweep", "--help"}).text;
+  EXPECT_NE(help.find("Warm-up iterations before each measurement  [5]"), std::string::npos) << help;
+  EXPECT_NE(help.find("Largest message size  [64M]"), std::string::npos);
+  EXPECT_NE(help.find("[allreduce,allgather,sendrecv]"), std::string::npos);
+  EXPECT_NE(help.find("auto, nccl, mpi"), std::string::npos);
+  const std::string scale_help = parse_command_line({"scale", "--help"}).text;
+  EXPECT_NE(scale_help.find("[256M]"), std::string::npos);
+  EXPECT_NE(scale_help.find("[2G]"), std::string::npos);
+  EXPECT_NE(parse_command_line({"p2p", "--help"}).text.find("Largest message size  [4M]"), std::string::npos);
+}
+
+TEST(Cli, NcclTestsShortFlagsMeanTheSame) {
+  const RunConfig c = parse({"sweep", "-n", "7",  "-w", "2",  "-c", "0",  "-d", "double", "-o", "max", "-r", "1",
+                             "-G",    "1",  "-T", "60", "-a", "0",  "-b", "8",  "-e",     "64", "-f",  "2"});
+  EXPECT_EQ(c.iterations.fixed_iters, 7);
+  EXPECT_EQ(c.iterations.warmup, 2);
+  EXPECT_FALSE(c.check);
+  EXPECT_EQ(c.dtypes, std::vector<DType>{DType::float64});
+  EXPECT_EQ(c.redops, std::vector<RedOp>{RedOp::max});
+  EXPECT_EQ(c.root, 1);
+  EXPECT_TRUE(c.gpu.graph);
+  EXPECT_EQ(c.gpu.timeout_s, 60.0);
+  EXPECT_EQ(c.rank_time, RankTime::rank0);
+  EXPECT_EQ(c.sizes, (std::vector<std::size_t>{8, 16, 32, 64}));
+  EXPECT_TRUE(parse({"sweep", "-c", "1"}).check);
+  EXPECT_FALSE(parse({"sweep", "-G", "0"}).gpu.graph);
+  EXPECT_EQ(parse({"sweep", "-a", "1"}).rank_time, RankTime::mean);
+  EXPECT_EQ(parse({"sweep", "-a", "2"}).rank_time, RankTime::min);
+  EXPECT_EQ(parse({"sweep", "-a", "3"}).rank_time, RankTime::max);
+  EXPECT_EQ(parse({"sweep", "--rank-time", "max"}).rank_time, RankTime::max);
+  EXPECT_EQ(error_of({"sweep", "-a", "4"}), "-a/--rank-time: unknown choice '4' (choose from rank0, mean, min, max)");
+  EXPECT_EQ(error_of({"sweep", "-c", "1", "--no-check"}),
+            "--no-check: cannot be combined with -c 1 (give one of them)");
+  EXPECT_EQ(error_of({"sweep", "-c", "-1"}), "-c -1: must be 0 (no check) or above");
+  EXPECT_EQ(error_of({"sweep", "-G", "-1"}), "-G -1: must be 0 or above");
+}
+
+TEST(Cli, NcclTestsFlagsWithoutAnEquivalentSayWhatToDoInstead) {
+  EXPECT_EQ(error_of({"-t", "4"}),
+            "fabricbench has no -t: one rank per GPU, launched by mpirun (or --gpus N in one process without a "
+            "launcher)");
+  for (const char* flag : {"-g", "-i", "-m", "-N", "-p", "-z", "-y", "-C", "-R"}) {
+    const std::string e = error_of({"sweep", flag, "1"});
+    EXPECT_EQ(e.rfind(std::string("fabricbench has no ") + flag + ": ", 0), 0U) << e;
+    EXPECT_EQ(e.find('\n'), std::string::npos);
+  }
+  EXPECT_EQ(error_of({"sweep", "-z"}).rfind("fabricbench has no -z: ", 0), 0U);
+}
+
+TEST(Cli, UnknownOptionsAndSubcommandsGetASuggestion) {
+  EXPECT_EQ(error_of({"sweep", "--warmpu", "3"}), "--warmpu: unknown option of sweep; did you mean --warmup?");
+  EXPECT_EQ(error_of({"swep"}), "'swep' is not a subcommand; did you mean sweep?");
+  EXPECT_EQ(error_of({"bogus"}),
+            "'bogus' is not a subcommand (choose from run, sweep, scale, p2p, topo, report, version)");
+  EXPECT_EQ(error_of({"sweep", "--frobnicate"}),
+            "--frobnicate: unknown option of sweep (fabricbench sweep --help lists them)");
+}
+
+TEST(Cli, EachSubcommandRefusesTheOptionsItWouldIgnore) {
+  EXPECT_EQ(error_of({"scale", "--dtype", "float"}), "--dtype: scale does not use it (an option of run, sweep)");
+  EXPECT_EQ(error_of({"p2p", "--ops", "allreduce"}), "--ops: p2p does not use it (an option of run, sweep)");
+  EXPECT_EQ(error_of({"sweep", "--pair-bytes", "1M"}), "--pair-bytes: sweep does not use it (an option of run, p2p)");
+  EXPECT_EQ(error_of({"topo", "--iters", "3"}), "--iters: topo does not use it (an option of run, sweep, scale, p2p)");
+  EXPECT_EQ(error_of({"p2p", "-b", "8"}), "--min-bytes: p2p uses it only with --sweep");
+  EXPECT_EQ(error_of({"p2p", "--sweep", "--pair-bytes", "1M"}),
+            "--pair-bytes: p2p --sweep does not use it (the pair matrix does)");
+  EXPECT_EQ(error_of({"scale", "--csv", "a.csv"}), "--csv: scale does not use it (an option of run, sweep, report)");
+}
+
+TEST(Cli, GatesOnEveryMeasuringCommand) {
+  for (const char* command : {"run", "sweep", "scale", "p2p"}) {
+    const RunConfig c = parse({command, "--expect", "allreduce.busbw>=1", "--expect-reference", "--fail-on-warn"});
+    EXPECT_EQ(c.report.expects, std::vector<std::string>{"allreduce.busbw>=1"}) << command;
+    EXPECT_TRUE(c.report.expect_reference);
+    EXPECT_TRUE(c.report.fail_on_warn);
+  }
+  EXPECT_NE(error_of({"sweep", "--expect", "allreduce.busbw"}).find("--expect 'allreduce.busbw'"), std::string::npos);
+}
+
+TEST(Cli, VersionFlagZeroCountsAndQuietProgress) {
+  EXPECT_EQ(parse({"--version"}).command, Command::version);
+  EXPECT_EQ(error_of({"sweep", "--gpus", "0"}), "--gpus 0: must be 1 or above");
+  EXPECT_EQ(error_of({"p2p", "--sweep", "--window", "0"}), "--window 0: must be 1 or above");
+  EXPECT_EQ(error_of({"--min-iters", "0"}), "--min-iters 0: must be 1 or above");
+  // -q silences the table; an explicit --progress on stays on.
+  const RunConfig c = parse({"sweep", "-q", "--progress", "on"});
+  EXPECT_TRUE(c.quiet);
+  EXPECT_EQ(c.progress, ProgressChoice::on);
+}
+
+TEST(Cli, SizesAreBinaryAndAmbiguousUnitsAreRefused) {
+  EXPECT_EQ(parse({"sweep", "--sizes", "1KiB,1M,2MiB"}).sizes, (std::vector<std::size_t>{1024, 1U << 20, 2U << 20}));
+  EXPECT_EQ(error_of({"sweep", "--sizes", "1MB"}),
+            "--sizes: '1MB' is ambiguous (MB means 10^n bytes to some, 2^n or bits to others): write 1M or 1MiB, "
+            "both binary");
+  EXPECT_NE(error_of({"sweep", "-e", "1kb"}).find("-e/--max-bytes: '1kb' is ambiguous"), std::string::npos);
+  EXPECT_NE(parse_command_line({"sweep", "--help"}).text.find("1K = 1KiB = 1024 B"), std::string::npos);
+}
+
+TEST(Cli, PointToPointSweep) {
+  const RunConfig c =
+      parse({"p2p", "--sweep", "-b", "1", "-e", "1K", "--ranks", "2,0", "--tests", "bw,latency", "--window", "16"});
+  EXPECT_TRUE(c.p2p_sweep.enabled);
+  EXPECT_EQ(c.sizes.size(), 11U);  // 1 B to 1 KiB, x2: any byte count, no element type
+  EXPECT_EQ(c.sizes.front(), 1U);
+  EXPECT_EQ(c.p2p_sweep.ranks, (std::vector<int>{2, 0}));
+  EXPECT_EQ(c.p2p_sweep.tests, (std::vector<P2PTest>{P2PTest::bandwidth, P2PTest::latency}));
+  EXPECT_EQ(c.p2p_sweep.window, 16);
+  const RunConfig d = parse({"p2p", "--sweep", "--nodes", "0,3"});
+  EXPECT_EQ(d.sizes.front(), 1U);
+  EXPECT_EQ(d.sizes.back(), 4U << 20);
+  EXPECT_EQ(d.p2p_sweep.nodes, (std::vector<int>{0, 3}));
+  EXPECT_EQ(d.p2p_sweep.tests.size(), 3U);
+  EXPECT_FALSE(parse({"p2p"}).p2p_sweep.enabled);
+  EXPECT_EQ(error_of({"p2p", "--sweep", "--ranks", "0"}), "--ranks 0: give two ranks, e.g. 0,1");
+  EXPECT_EQ(error_of({"p2p", "--sweep", "--ranks", "0,x"}), "--ranks: 'x' is not a rank (a whole number, 0 or above)");
+  EXPECT_EQ(error_of({"p2p", "--sweep", "--ranks", "0,1", "--nodes", "0,1"}),
+            "--ranks: cannot be combined with --nodes (give one of them)");
+  EXPECT_EQ(error_of({"p2p", "--sweep", "--tests", "pingpong"}),
+            "--tests: unknown test 'pingpong' (choose from latency, bw, bibw)");
+}
+
 TEST(Cli, GapsThatOnceMeantTheDefaultOrAnEndlessRunAreRefused) {
   EXPECT_EQ(error_of({"sweep", "--sizes", ""}), "--sizes: empty value");
   EXPECT_EQ(error_of({"sweep", "--json", ""}), "--json: empty value");

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "scratch_dir.hpp"
+
 #include "fabricbench/core/error.hpp"
 
 namespace fabricbench {
@@ -16,21 +18,7 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class OutputTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fabricbench-output-test-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  static std::string read(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-  fs::path dir_;
-};
+using OutputTest = ScratchDirTest;
 
 TEST_F(OutputTest, WritesWholeFileAndLeavesNoTemporary) {
   const fs::path target = dir_ / "r.json";

@@ -253,6 +253,58 @@ TEST(Verdicts, ReferencesMatchDetectedHardwareOrSayNoReference) {
             "no reference for no GPU, no active RDMA NIC");
 }
 
+TEST(Report, AskedForAReferenceWhereThereIsNoneWarns) {
+  const RunResult a = read_result_file(golden_path("run_a.json"));
+  RunResult unknown = a;
+  for (NodeTopology& n : unknown.topology->nodes) {
+    n.gpus.clear();
+    n.nics.clear();
+  }
+  std::vector<Verdict> refs = reference_verdicts(unknown, builtin_expectations());
+  require_reference(refs);
+  ASSERT_EQ(refs.size(), 1U);
+  EXPECT_EQ(refs[0].level, Level::warn);
+  EXPECT_EQ(refs[0].reason, "no reference for no GPU, no active RDMA NIC; give --expect");
+  // Judged references keep their own level.
+  std::vector<Verdict> judged = reference_verdicts(a, builtin_expectations());
+  const std::vector<Verdict> before = judged;
+  require_reference(judged);
+  for (std::size_t i = 0; i < judged.size(); ++i) EXPECT_EQ(judged[i].level, before[i].level);
+  // Through the report: --fail-on-warn alone passes; with --expect-reference
+  // it exits 1.
+  const auto exit_code = [&unknown](bool expect_reference) {
+    ReportConfig c;
+    c.expect_reference = expect_reference;
+    c.fail_on_warn = true;
+    std::vector<ReportRun> runs;
+    runs.push_back({"unknown", unknown, {}, Level::ok, {}});
+    return build_report(std::move(runs), c, builtin_expectations()).exit_code;
+  };
+  EXPECT_EQ(exit_code(false), 0);
+  EXPECT_EQ(exit_code(true), 1);
+}
+
+// The expectations loader reads integers range-checked: a figure beyond int
+// (once a float-cast overflow, then whatever the conversion gave) is refused
+// with the field named.
+TEST(Expectations, IntegersOutOfRangeAreRefusedNotConverted) {
+  const auto with_match = [](const std::string& match) {
+    return R"({"schema": "fabricbench.expectations/1", "warn_at": 0.9, "fail_below": 0.7, "references": [)"
+           R"({"id": "x", "label": "x", "figure": "allreduce.busbw", "match": )" +
+           match + R"(, "expected_gbs": 10, "source": "s"}]})";
+  };
+  const Expectations ok = parse_expectations(with_match(R"({"pcie_gen": 5, "gpus_per_node": 8.0})"));
+  ASSERT_EQ(ok.references.size(), 1U);
+  EXPECT_EQ(ok.references[0].pcie_gen, 5);
+  EXPECT_EQ(ok.references[0].gpus_per_node, 8);
+  EXPECT_EQ(message_of([&] { (void)parse_expectations(with_match(R"({"pcie_gen": 1e20})")); }),
+            "pcie_gen: 1e+20 is not an integer from -2147483648 to 2147483647");
+  EXPECT_EQ(message_of([&] { (void)parse_expectations(with_match(R"({"gpus_per_node": 9223372036854775808})")); }),
+            "gpus_per_node: 9223372036854775808 is not an integer from -2147483648 to 2147483647");
+  EXPECT_EQ(message_of([&] { (void)parse_expectations(with_match(R"({"pcie_width": 4.5})")); }),
+            "pcie_width: 4.5 is not an integer from -2147483648 to 2147483647");
+}
+
 Report fixture_report(const ReportConfig& config, const std::vector<std::string>& names) {
   std::vector<ReportRun> runs;
   for (const std::string& n : names) runs.push_back({n, read_result_file(golden_path(n)), {}, Level::ok, {}});

@@ -50,6 +50,7 @@ RunResult fully_populated() {
   r.run.environment = {{"NCCL_DEBUG", "WARN"}};
   r.run.devices = {"rank 0: a GPU 0", "rank 1: b GPU 0"};
   r.run.cost = PriceInfo{2.5, 20.0};
+  r.run.rank_time = RankTime::max;
   r.complete = false;  // ended early, so the reason is there too
   r.end_reason = "interrupted by SIGINT";
   r.checked = true;
@@ -104,6 +105,13 @@ RunResult fully_populated() {
   p.intra = {PairMatrix(2), PairMatrix(2)};
   p.intra[0].bw(1, 0) = 100;
   r.pairs = p;
+  P2PSweepResult sweep;
+  sweep.ranks = {0, 1};
+  sweep.hosts = {"a", "b"};
+  sweep.window = 64;
+  sweep.records.push_back({P2PTest::latency, 8, 1, 4, 2, 0.004, 1000, 0});
+  sweep.records.push_back({P2PTest::bibandwidth, 8, 64, 64, 1, 0.016, 1000, std::nullopt});
+  r.p2p_sweep = sweep;
   r.findings.push_back({FindingKind::slow_link, {0, 1}, {"a", "b"}, 10, 20, "slow link a -> b"});
   r.health = HealthResult{1 << 20, 8, 1.5, r.findings};
   r.budget =
@@ -285,6 +293,9 @@ TEST(ResultModel, FullyPopulatedResultRoundTripsThroughReadAndWrite) {
   const RunResult back = result_from_json(json::parse(text), "full.json");
   EXPECT_EQ(to_json(back).dump(2), text);
   EXPECT_EQ(back.run.label, "provider-a");
+  EXPECT_EQ(back.run.rank_time, RankTime::max);
+  ASSERT_TRUE(back.p2p_sweep);
+  EXPECT_EQ(back.p2p_sweep->records.at(1).test, P2PTest::bibandwidth);
 }
 
 TEST(ResultModel, GoldenFilesRoundTripByteForByte) {

@@ -9,6 +9,8 @@
 
 #include <gtest/gtest.h>
 
+#include "scratch_dir.hpp"
+
 #include "fabricbench/core/error.hpp"
 
 namespace fabricbench {
@@ -16,19 +18,8 @@ namespace {
 
 namespace fs = std::filesystem;
 
-class SafeFileTest : public ::testing::Test {
+class SafeFileTest : public ScratchDirTest {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("fabricbench-safe-file-test-" + std::to_string(getpid()));
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  static std::string read(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
   static void put(const fs::path& p, const std::string& text) { std::ofstream(p) << text; }
   static std::string usage_error(const std::function<void()>& f) {
     try {
@@ -38,7 +29,6 @@ class SafeFileTest : public ::testing::Test {
     }
     return "";
   }
-  fs::path dir_;
 };
 
 TEST_F(SafeFileTest, RefusesTargetsThatAreNotRegularFiles) {

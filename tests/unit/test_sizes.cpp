@@ -13,13 +13,25 @@ TEST(ParseSize, PlainAndBinarySuffixes) {
   EXPECT_EQ(parse_size("1k"), 1024U);
   EXPECT_EQ(parse_size("64M"), 64U << 20);
   EXPECT_EQ(parse_size("2G"), std::size_t{2} << 30);
-  EXPECT_EQ(parse_size("4KB"), 4096U);
   EXPECT_EQ(parse_size("16B"), 16U);
+  EXPECT_EQ(parse_size("4KiB"), 4096U);
+  EXPECT_EQ(parse_size("12MiB"), 12U << 20);
+  EXPECT_EQ(parse_size("1GiB"), std::size_t{1} << 30);
 }
 
 TEST(ParseSize, RejectsWhatIsNotASize) {
-  for (const char* bad : {"", "K", "-8", "1.5M", "8X", "8 M", "12MiB", "99999999999999999999", "17179869184G"})
+  for (const char* bad : {"", "K", "-8", "1.5M", "8X", "8 M", "99999999999999999999", "17179869184G", "1KIB", "1Mi"})
     EXPECT_FALSE(parse_size(bad)) << bad;
+}
+
+TEST(ParseSize, RejectsAmbiguousUnitsWithTheReason) {
+  for (const char* ambiguous : {"4KB", "1MB", "1kb", "2Gb", "8b"}) {
+    EXPECT_FALSE(parse_size(ambiguous)) << ambiguous;
+    EXPECT_NE(size_error(ambiguous).find("is ambiguous"), std::string::npos) << size_error(ambiguous);
+  }
+  EXPECT_EQ(size_error("1MB"),
+            "'1MB' is ambiguous (MB means 10^n bytes to some, 2^n or bits to others): write 1M or 1MiB, both binary");
+  EXPECT_EQ(size_error("7X"), "'7X' is not a size (bytes, or a binary K/M/G or KiB/MiB/GiB suffix, e.g. 64M = 64MiB)");
 }
 
 TEST(FormatSize, ReadableUnits) {

@@ -123,6 +123,11 @@ std::vector<Verdict> health_verdicts(const RunResult& result);
 // reference (...)" saying why none applies.
 std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectations& expectations);
 
+// Asked to gate on the references (--expect-reference), a run that no
+// reference can judge must not pass silently: its "no reference" INFO
+// becomes a WARN that says to give --expect (so --fail-on-warn exits 1).
+void require_reference(std::vector<Verdict>& reference_verdicts);
+
 // A gate: SUBJECT.METRIC[@ARG] CMP VALUE, CMP one of >= <= > < ==.
 //   <op>.busbw|algbw|time_us|p50_us|p99_us[@SIZE]   sweep records of the op at SIZE
 //                                                   (default: its largest measured size),

@@ -4,7 +4,9 @@
 
 #include <cstddef>
 #include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fabricbench/core/types.hpp"
@@ -14,6 +16,10 @@ namespace fabricbench {
 enum class TransportChoice { automatic, nccl, mpi };
 enum class InPlaceChoice { both, only, no };
 enum class ProgressChoice { automatic, on, off };
+// How the headline time of a measurement combines the ranks' own times, as
+// nccl-tests' -a: rank 0's, the mean (the default), the fastest or the
+// slowest rank's. The mean, min and max are recorded whatever the choice.
+enum class RankTime { rank0, mean, min, max };
 enum class Command { run, sweep, version, scale, p2p, topo, report };
 
 struct IterationPolicy {
@@ -36,11 +42,20 @@ struct ScaleConfig {
   std::size_t mem_cap = std::size_t{2} << 30;  // buffer memory per rank
   bool sweep = false;                          // also a short sweep up to `bytes`
   std::optional<double> nic_gbit_per_node;     // NIC line rate per node, when known
-  // Projected data-parallel training, when grad_bytes > 0.
+  // Projected data-parallel training, when grad_bytes > 0 (given, or a
+  // parameter count times the size of grad_dtype).
   std::size_t grad_bytes = 0;
+  DType grad_dtype = DType::bfloat16;
   double compute_ms = 0;
   double overlap = 0;
   bool sharded = false;
+};
+
+// The geometric size ladder of a sweep when no explicit sizes are given.
+struct SizeRange {
+  std::size_t min_bytes = 8;
+  std::size_t max_bytes = std::size_t{64} << 20;
+  double factor = 2.0;
 };
 
 // The node-pair matrix (`p2p`, part of `run`).
@@ -55,6 +70,17 @@ struct PairConfig {
   unsigned seed = 1;
   double outlier_mads = 4.0;
   double outlier_drop = 0.5;
+};
+
+// `p2p --sweep`: the OSU tests over the sweep's sizes between two ranks
+// instead of the matrix.
+struct P2PSweepConfig {
+  bool enabled = false;
+  std::vector<int> ranks;  // two world ranks (--ranks), or empty
+  std::vector<int> nodes;  // two node indices (--nodes): local rank 0 of each; or empty
+  std::vector<P2PTest> tests{P2PTest::latency, P2PTest::bandwidth, P2PTest::bibandwidth};
+  SizeRange size_range{1, std::size_t{4} << 20, 2.0};  // osu_latency's 1 B to 4 MiB
+  int window = 64;  // messages in flight per iteration of the bandwidth tests, as osu_bw
 };
 
 // The NCCL transport's own settings.
@@ -86,7 +112,9 @@ struct RunConfig {
   std::vector<DType> dtypes{DType::float32};
   std::vector<RedOp> redops{RedOp::sum};
   int root = 0;
+  SizeRange size_range;  // the ladder `sizes` came from, unless --sizes listed them
   IterationPolicy iterations;
+  RankTime rank_time = RankTime::mean;
   bool check = true;
   InPlaceChoice inplace = InPlaceChoice::both;
   std::string json_path;
@@ -97,6 +125,7 @@ struct RunConfig {
   GpuConfig gpu;
   ScaleConfig scale;
   PairConfig pairs;
+  P2PSweepConfig p2p_sweep;
   // The topology probe (`topo`, and first in `run`). Empty roots: /sys, /proc.
   std::string sysfs_root;
   std::string procfs_root;
@@ -109,5 +138,34 @@ struct RunConfig {
 };
 
 std::vector<Placement> placements(InPlaceChoice choice);
+
+// The names of each closed choice of the command line, canonical first: the
+// command line parses through them, the help lists them, results name them.
+template <typename Enum>
+struct ChoiceName {
+  std::string_view label;
+  Enum value;
+};
+std::span<const ChoiceName<TransportChoice>> choice_names(TransportChoice);
+std::span<const ChoiceName<InPlaceChoice>> choice_names(InPlaceChoice);
+std::span<const ChoiceName<ProgressChoice>> choice_names(ProgressChoice);
+// rank0, mean, min, max; also nccl-tests' -a numbers 0, 1, 2, 3.
+std::span<const ChoiceName<RankTime>> choice_names(RankTime);
+
+// The first (canonical) name of a value.
+template <typename Enum>
+std::string_view choice_name(Enum value) {
+  for (const auto& [label, v] : choice_names(value))
+    if (v == value) return label;
+  return "?";
+}
+
+// The value named `text` (exactly, as listed), or nullopt.
+template <typename Enum>
+std::optional<Enum> parse_choice(std::string_view text) {
+  for (const auto& [label, v] : choice_names(Enum{}))
+    if (label == text) return v;
+  return std::nullopt;
+}
 
 }  // namespace fabricbench

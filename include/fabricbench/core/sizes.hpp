@@ -1,5 +1,5 @@
 #pragma once
-// Message sizes: parsing "8", "1K", "64M", "2G" (binary multiples, as
+// Message sizes: parsing "8", "1K", "64M", "2GiB" (binary multiples, as
 // nccl-tests) and the geometric ladder from a minimum to a maximum.
 
 #include <cstddef>
@@ -15,9 +15,15 @@ namespace fabricbench {
 inline constexpr std::size_t max_message_bytes = std::size_t{1} << 40;
 inline constexpr std::size_t max_ladder_sizes = 1000;
 
-// Bytes for "123", "4K", "64M", "1G" (K = 1024); nullopt on anything else
-// (empty, negative, a fraction, an unknown suffix, overflow).
+// Bytes for "123", "123B", "4K", "64M", "1G", "1T" (either case, as
+// nccl-tests) or "4KiB", "64MiB", "1GiB", "1TiB": every multiple is binary
+// (K = KiB = 1024). nullopt on anything else: empty, negative, a fraction, an
+// unknown suffix, overflow, and the ambiguous "1MB", "1kb", "8b".
 std::optional<std::size_t> parse_size(std::string_view text);
+
+// Why `text` is not a size, for an error line ("'1MB' is ambiguous ...",
+// "'7X' is not a size ...").
+std::string size_error(std::string_view text);
 
 // "8 B", "64 KiB", "1.5 MiB": for the progress line and messages.
 std::string format_size(std::size_t bytes);

@@ -18,20 +18,29 @@ enum class Op { allreduce, allgather, reducescatter, broadcast, reduce, alltoall
 enum class DType { int8, uint8, int32, int64, half, bfloat16, float32, float64, fp8e4m3, fp8e5m2 };
 enum class RedOp { sum, prod, min, max, avg };
 enum class Placement { out_of_place, in_place };
+// The point-to-point tests of the OSU micro-benchmarks, between two ranks:
+// latency (ping-pong, half the round trip, osu_latency), bandwidth (a window
+// of messages one way, osu_bw) and bidirectional bandwidth (windows both
+// ways at once, osu_bibw).
+enum class P2PTest { latency, bandwidth, bibandwidth };
 
 std::string_view name(Op op);
 std::string_view name(DType dtype);
 std::string_view name(RedOp redop);
 std::string_view name(Placement placement);
+std::string_view name(P2PTest test);
 
 // Parse a command-line or JSON name; nullopt when unknown. DType accepts the
 // nccl-tests aliases too (float, double, int, char, bf16, fp16...).
 std::optional<Op> parse_op(std::string_view text);
 std::optional<DType> parse_dtype(std::string_view text);
 std::optional<RedOp> parse_redop(std::string_view text);
+std::optional<P2PTest> parse_p2p_test(std::string_view text);
 
 const std::vector<Op>& all_ops();
 const std::vector<DType>& all_dtypes();
+const std::vector<RedOp>& all_redops();
+const std::vector<P2PTest>& all_p2p_tests();
 
 std::size_t element_size(DType dtype);
 bool is_floating(DType dtype);

@@ -64,10 +64,15 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
                                    const SweepListener& listener, double seconds = unlimited_seconds,
                                    std::vector<Cut>* cuts = nullptr);
 
-// Fills timing figures from per-rank times: mean/min/max over ranks of the
-// batch time per iteration (seconds), per-iteration samples averaged over
-// ranks (seconds), and the bandwidth of `bytes` with the op's factor.
-Timing make_timing(Op op, int nranks, std::size_t bytes, double mean_s, double min_s, double max_s,
+// The headline time of a measurement from the ranks' times (rank 0's, their
+// mean, min or max), as --rank-time (nccl-tests' -a) chooses.
+double headline_seconds(RankTime choice, double rank0_s, double mean_s, double min_s, double max_s);
+
+// Fills timing figures from per-rank times: the headline (headline_seconds)
+// and the min/max over ranks of the batch time per iteration (seconds),
+// per-iteration samples averaged over ranks (seconds), and the bandwidth of
+// `bytes` with the op's factor.
+Timing make_timing(Op op, int nranks, std::size_t bytes, double headline_s, double min_s, double max_s,
                    std::span<const double> per_iteration_s, int iterations);
 
 }  // namespace fabricbench

@@ -13,7 +13,7 @@ namespace fabricbench {
 
 // One measured placement of one sweep point. Times in microseconds.
 struct Timing {
-  double time_us = 0;      // mean over ranks of each rank's batch time / iters (the headline)
+  double time_us = 0;      // each rank's batch time / iters, combined over ranks (the headline: mean, or --rank-time)
   double time_min_us = 0;  // fastest rank
   double time_max_us = 0;  // slowest rank
   double p50_us = 0;       // per-iteration times, each the mean over ranks

@@ -10,7 +10,9 @@
 #include <vector>
 
 #include "fabricbench/core/budget.hpp"
+#include "fabricbench/core/config.hpp"
 #include "fabricbench/core/types.hpp"
+#include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/scaling.hpp"
 #include "fabricbench/engine/sweep_record.hpp"
@@ -48,6 +50,9 @@ struct RunInfo {
   // nccl: one line per rank, "rank R: host GPU index name bus-id UUID (compute X.Y)".
   std::vector<std::string> devices;
   std::optional<PriceInfo> cost;  // when a price was given
+  // How each record's time_us combines the ranks' times (--rank-time,
+  // nccl-tests' -a); absent in files from before it existed (the mean).
+  std::optional<RankTime> rank_time;
 };
 
 // The quick pass over node pairs before the sweep (`run` on several nodes):
@@ -65,6 +70,7 @@ struct RunResult {
   std::vector<SweepRecord> records;
   std::optional<ScaleResult> scaling;       // the ladder, when it ran
   std::optional<PairsResult> pairs;         // the pair matrix, when it ran
+  std::optional<P2PSweepResult> p2p_sweep;  // p2p --sweep: the OSU tests between two ranks
   std::vector<Finding> findings;            // slow nodes and links from the pair matrix
   std::optional<ClusterTopology> topology;  // the topology probe, when it ran
   std::optional<HealthResult> health;       // the quick pass, when it ran

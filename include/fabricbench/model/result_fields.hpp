@@ -46,6 +46,15 @@ inline std::optional<FindingKind> from_name(std::string_view text, fields::tag<F
     if (text == name(k)) return k;
   return std::nullopt;
 }
+inline std::optional<P2PTest> from_name(std::string_view text, fields::tag<P2PTest>) {
+  // Only the names this build writes.
+  const std::optional<P2PTest> t = parse_p2p_test(text);
+  return t && name(*t) == text ? t : std::nullopt;
+}
+inline std::string_view name(RankTime choice) { return choice_name(choice); }
+inline std::optional<RankTime> from_name(std::string_view text, fields::tag<RankTime>) {
+  return parse_choice<RankTime>(text);
+}
 
 // ---- sweep ----------------------------------------------------------------
 
@@ -149,6 +158,31 @@ void fields_of(Self& f, Field&& field) {
   field("message", f.message);
 }
 
+// ---- p2p --sweep ---------------------------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, P2PRecord>
+void fields_of(Self& r, Field&& field) {
+  field("test", r.test);
+  field("bytes", r.bytes);
+  field("window", r.window);
+  field("time_us", r.time_us);
+  field("latency_us", r.latency_us);
+  field("bandwidth_gbs", r.bandwidth_gbs);
+  field("iterations", r.iterations);
+  field("wrong", r.wrong);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, P2PSweepResult>
+void fields_of(Self& p, Field&& field) {
+  field("ranks", p.ranks);
+  field("hosts", p.hosts);
+  field("window", p.window);
+  field("records", p.records);
+  field("wrong", p.wrong);
+}
+
 // ---- the health pass and the budget --------------------------------------
 
 template <class Self, class Field>
@@ -218,6 +252,7 @@ void fields_of(Self& r, Field&& field) {
   field("environment", r.environment);
   field("devices", fields::omitted(r.devices));
   field("cost", fields::omitted(r.cost));
+  field("rank_time", fields::omitted(r.rank_time));
 }
 
 }  // namespace fabricbench

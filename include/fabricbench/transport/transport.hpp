@@ -34,6 +34,21 @@ struct BatchTiming {
   std::vector<double> per_iteration;
 };
 
+// One point-to-point test on a group of exactly two ranks, each iteration as
+// the OSU micro-benchmarks do it:
+//  latency      rank 0 sends `bytes` and waits for the same back from rank 1
+//               (one round trip);
+//  bandwidth    rank 0 sends `window` messages at once, rank 1 receives them
+//               and answers with a one-byte acknowledgement;
+//  bibandwidth  both ranks send `window` messages to each other at once.
+// Every message of a window uses the same buffer, as osu_bw does: the check
+// of the data is a separate exchange (the send/recv op at the same size).
+struct P2PSpec {
+  P2PTest test = P2PTest::latency;
+  std::size_t bytes = 0;
+  int window = 1;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -62,6 +77,10 @@ class Transport {
   // without it BatchTiming::per_iteration stays empty.
   virtual BatchTiming time_batch(const OpSpec& spec, int iters, bool per_iteration) = 0;
   virtual void barrier() = 0;
+  // Seconds on this rank for `iters` iterations of `spec`, on buffers made
+  // ready by prepare() with the send/recv op of at least spec.bytes; only on
+  // a group of two ranks. The barrier is the caller's job.
+  virtual double time_p2p(const P2PSpec& spec, int iters) = 0;
 
   // Collective over this transport's group: a transport for the sub-group
   // `sub`, which the caller split from this group's Comm with (color, key).

@@ -1,9 +1,11 @@
 #include "fabricbench/transport/mpi/mpi_transport.hpp"
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <vector>
 
 #include <unistd.h>
 
@@ -263,6 +265,56 @@ BatchTiming MpiTransport::time_batch(const OpSpec& spec, int iters, bool per_ite
 }
 
 void MpiTransport::barrier() { comm_->barrier(); }
+
+double MpiTransport::time_p2p(const P2PSpec& spec, int iters) {
+  if (size_ != 2) throw SystemError(fmt::format("point-to-point tests need a group of 2 ranks, not {}", size_));
+  if (send_.size() < spec.bytes || recv_.size() < spec.bytes || spec.bytes == 0)
+    throw SystemError(fmt::format("point-to-point buffers not prepared for {} B", spec.bytes));
+  constexpr int tag = 11;
+  constexpr int ack_tag = 12;
+  const MPI_Comm comm = native_handle(*comm_);
+  const int peer = 1 - rank_;
+  const bool first = rank_ == 0;
+  const int count = mpi_count(spec.bytes);
+  const int window = std::max(spec.window, 1);
+  void* send = send_.bytes().data();
+  void* recv = recv_.bytes().data();
+  std::vector<MPI_Request> requests(2 * static_cast<std::size_t>(window), MPI_REQUEST_NULL);
+  const auto post = [&](bool sending, bool receiving) {
+    int n = 0;
+    for (int w = 0; w < window && receiving; ++w)
+      FB_MPI_CHECK(MPI_Irecv(recv, count, MPI_BYTE, peer, tag, comm, &requests[static_cast<std::size_t>(n++)]));
+    for (int w = 0; w < window && sending; ++w)
+      FB_MPI_CHECK(MPI_Isend(send, count, MPI_BYTE, peer, tag, comm, &requests[static_cast<std::size_t>(n++)]));
+    FB_MPI_CHECK(MPI_Waitall(n, requests.data(), MPI_STATUSES_IGNORE));
+  };
+
+  const double start = MPI_Wtime();
+  for (int i = 0; i < iters; ++i) {
+    switch (spec.test) {
+      case P2PTest::latency:
+        if (first) {
+          FB_MPI_CHECK(MPI_Send(send, count, MPI_BYTE, peer, tag, comm));
+          FB_MPI_CHECK(MPI_Recv(recv, count, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE));
+        } else {
+          FB_MPI_CHECK(MPI_Recv(recv, count, MPI_BYTE, peer, tag, comm, MPI_STATUS_IGNORE));
+          FB_MPI_CHECK(MPI_Send(send, count, MPI_BYTE, peer, tag, comm));
+        }
+        break;
+      case P2PTest::bandwidth:
+        post(first, !first);
+        if (first)
+          FB_MPI_CHECK(MPI_Recv(recv, 1, MPI_BYTE, peer, ack_tag, comm, MPI_STATUS_IGNORE));
+        else
+          FB_MPI_CHECK(MPI_Send(send, 1, MPI_BYTE, peer, ack_tag, comm));
+        break;
+      case P2PTest::bibandwidth:
+        post(true, true);
+        break;
+    }
+  }
+  return MPI_Wtime() - start;
+}
 
 std::unique_ptr<Transport> MpiTransport::split(const Comm& sub, int color, int /*key*/) {
   // MPI needs nothing beyond the split communicator itself.

@@ -463,6 +463,64 @@ BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters, bool per_it
   return timing;
 }
 
+// Not held: the sends and receives of a window wait on each other across the
+// pair, and the batch is short next to the time it measures at the sizes a
+// point-to-point sweep reaches; the warm-up makes NCCL's connections.
+double NcclTransport::time_p2p(const P2PSpec& spec, int iters) {
+  const ErrorRankScope scope(rank_);
+  const DeviceGuard device(gpu_.index);
+  if (size_ != 2) throw SystemError(fmt::format("point-to-point tests need a group of 2 ranks, not {}", size_));
+  if (send_.size() < spec.bytes || recv_.size() < spec.bytes || spec.bytes == 0)
+    throw SystemError(fmt::format("point-to-point buffers not prepared for {} B", spec.bytes));
+  ncclComm_t c = nccl_.get();
+  cudaStream_t s = stream_.get();
+  const int peer = 1 - rank_;
+  const bool first = rank_ == 0;
+  const int window = std::max(spec.window, 1);
+  const std::byte* send = send_.bytes();
+  std::byte* recv = recv_.bytes();
+  const std::string what = fmt::format(
+      "{} of {} B x {} on rank {} (host {}, GPU {} {} {})", fabricbench::name(spec.test), spec.bytes,
+      spec.test == P2PTest::latency ? 1 : window, rank_, this_hostname(), gpu_.index, gpu_.name, gpu_.pci_bus_id);
+  const auto post = [&](bool sending, bool receiving) {
+    FB_NCCL_CHECK(ncclGroupStart());
+    for (int w = 0; w < window && receiving; ++w) FB_NCCL_CHECK(ncclRecv(recv, spec.bytes, ncclUint8, peer, c, s));
+    for (int w = 0; w < window && sending; ++w) FB_NCCL_CHECK(ncclSend(send, spec.bytes, ncclUint8, peer, c, s));
+    FB_NCCL_CHECK(ncclGroupEnd());
+  };
+
+  FB_CUDA_CHECK(cudaEventRecord(start_.get(), s));
+  for (int i = 0; i < iters; ++i) {
+    switch (spec.test) {
+      case P2PTest::latency:
+        if (first) {
+          FB_NCCL_CHECK(ncclSend(send, spec.bytes, ncclUint8, peer, c, s));
+          FB_NCCL_CHECK(ncclRecv(recv, spec.bytes, ncclUint8, peer, c, s));
+        } else {
+          FB_NCCL_CHECK(ncclRecv(recv, spec.bytes, ncclUint8, peer, c, s));
+          FB_NCCL_CHECK(ncclSend(send, spec.bytes, ncclUint8, peer, c, s));
+        }
+        break;
+      case P2PTest::bandwidth:
+        post(first, !first);
+        if (first)
+          FB_NCCL_CHECK(ncclRecv(recv, 1, ncclUint8, peer, c, s));
+        else
+          FB_NCCL_CHECK(ncclSend(send, 1, ncclUint8, peer, c, s));
+        break;
+      case P2PTest::bibandwidth:
+        post(true, true);
+        break;
+    }
+  }
+  FB_CUDA_CHECK(cudaEventRecord(end_.get(), s));
+  if (!nccl_.blocking()) wait_comm_ready(nccl_, deadline(), what);
+  wait(end_.get(), what);
+  float ms = 0;
+  FB_CUDA_CHECK(cudaEventElapsedTime(&ms, start_.get(), end_.get()));
+  return static_cast<double>(ms) * 1e-3;
+}
+
 void NcclTransport::run_held_forever(const OpSpec& spec) {
   const ErrorRankScope scope(rank_);
   const DeviceGuard device(gpu_.index);

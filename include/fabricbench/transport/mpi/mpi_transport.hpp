@@ -47,6 +47,7 @@ class MpiTransport final : public Transport {
   [[nodiscard]] std::uint64_t verify(const OpSpec& spec) override;
   BatchTiming time_batch(const OpSpec& spec, int iters, bool per_iteration) override;
   void barrier() override;
+  double time_p2p(const P2PSpec& spec, int iters) override;
   [[nodiscard]] std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override;
 
   // This rank's output as verify() reads it (for tests that corrupt it).

@@ -84,6 +84,7 @@ class NcclTransport final : public Transport {
   [[nodiscard]] std::uint64_t verify(const OpSpec& spec) override;
   BatchTiming time_batch(const OpSpec& spec, int iters, bool per_iteration) override;
   void barrier() override;
+  double time_p2p(const P2PSpec& spec, int iters) override;
   [[nodiscard]] std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override;
   [[nodiscard]] std::optional<std::string> device_text() const override;
   [[nodiscard]] std::map<std::string, std::string> libraries() const override;
