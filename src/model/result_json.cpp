@@ -148,6 +148,7 @@ nlohmann::ordered_json to_json(const RunResult& result) {
     doc["pairs"] = pairs_to_json(*result.pairs);
     doc["findings"] = to_value(result.findings);
   }
+  if (result.model_parallel) doc["model_parallel"] = to_value(*result.model_parallel);
   return doc;
 }
 
@@ -169,6 +170,8 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   if (const auto p = doc.find("p2p_sweep"); p != doc.end()) r.p2p_sweep = read<P2PSweepResult>(*p, "p2p_sweep");
   if (const auto p = doc.find("pairs"); p != doc.end()) r.pairs = pairs_from_json(*p);
   if (const auto f = doc.find("findings"); f != doc.end()) r.findings = read<std::vector<Finding>>(*f, "findings");
+  if (const auto m = doc.find("model_parallel"); m != doc.end())
+    r.model_parallel = read<ModelParallelResult>(*m, "model_parallel");
   return r;
 }
 

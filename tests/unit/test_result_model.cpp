@@ -108,6 +108,22 @@ RunResult fully_populated() {
   sweep.records.push_back({P2PTest::bibandwidth, 8, 64, 64, 1, 0.016, 1000, std::nullopt});
   r.p2p_sweep = sweep;
   r.findings.push_back({FindingKind::slow_link, {0, 1}, {"a", "b"}, 10, 20, "slow link a -> b"});
+  ModelParallelResult mp;
+  mp.tp = 1;
+  mp.pp = 2;
+  mp.nodes = 2;
+  mp.gpus = 2;
+  mp.hidden = 16;
+  mp.seq = 4;
+  mp.micro_batches = 4;
+  mp.layers = 2;
+  mp.compute_ms = 10;
+  mp.activation_bytes = 128;
+  mp.tp_allreduce = TpAllReduce{128, DType::float32, 2, 1, 5, 6, 0};
+  mp.pp_link = PpLink{0, 1, 2, 10, 2.0128};
+  mp.projection = ModelParallelPoint{5, 0.5, 0.016, 1.4, 0.2, 7, 1.4, 0.7};
+  mp.skipped = "not skipped, but every field is written";
+  r.model_parallel = mp;
 
   ClusterTopology t;
   NodeTopology n;
