@@ -6,11 +6,14 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <sstream>
 
+#include "fabricbench/analysis/report.hpp"
 #include "fabricbench/app/cli.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/model/reader.hpp"
 #include "fabricbench/model/result_json.hpp"
+#include "fabricbench/output/writers.hpp"
 
 namespace fabricbench {
 namespace {
@@ -224,6 +227,47 @@ TEST(ModelParallel, RecordRoundTripsThroughJson) {
   ASSERT_TRUE(back.model_parallel);
   EXPECT_EQ(to_json(back).dump(2), text);
   EXPECT_DOUBLE_EQ(back.model_parallel->projection->efficiency, 0.625);
+}
+
+TEST(ModelParallel, CostOfAThousandStepsAndTheTextTable) {
+  RunResult r;
+  r.run.ranks = 8;
+  r.run.nodes = 2;
+  r.run.transport = "nccl";
+  ModelParallelResult m;
+  m.tp = 2;
+  m.pp = 2;
+  m.dp = 2;
+  m.nodes = 2;
+  m.gpus = 8;
+  m.layers = 8;
+  m.micro_batches = 4;
+  m.compute_ms = 120;
+  m.projection = project_model_parallel(config(2, 2, 4, 8), 120.0, 2, 100.0, 250.0);  // a 48 ms step
+  r.model_parallel = m;
+  // 48 ms x 1000 = 48 s on 8 GPUs at 2.5 an hour: 48 / 3600 x 8 x 2.5; by node: 48 / 3600 x 2 x 20.
+  const std::optional<CostSummary> by_gpu = cost_of(r, PriceInfo{2.5, std::nullopt});
+  ASSERT_TRUE(by_gpu && by_gpu->model_parallel);
+  EXPECT_DOUBLE_EQ(by_gpu->model_parallel->step_ms, 48.0);
+  EXPECT_NEAR(by_gpu->model_parallel->per_1000_steps, 48.0 / 3600 * 8 * 2.5, 1e-12);
+  const std::optional<CostSummary> by_node = cost_of(r, PriceInfo{std::nullopt, 20.0});
+  ASSERT_TRUE(by_node && by_node->model_parallel);
+  EXPECT_NEAR(by_node->model_parallel->per_1000_steps, 48.0 / 3600 * 2 * 20, 1e-12);
+
+  std::ostringstream text;
+  write_model_parallel(m, text);
+  EXPECT_NE(text.str().find("tp 2 x pp 2 x dp 2 on 8 ranks (2 nodes)"), std::string::npos) << text.str();
+  EXPECT_NE(
+      text.str().find("      30.000        6.400        2.000        9.600      20.0%     48.000      5.00      62.5%"),
+      std::string::npos)
+      << text.str();
+  m.projection.reset();
+  m.skipped = "the pair matrix has no figure for a <-> b";
+  std::ostringstream skipped;
+  write_model_parallel(m, skipped);
+  EXPECT_NE(skipped.str().find("# skipped: the pair matrix has no figure for a <-> b"), std::string::npos);
+  r.model_parallel = m;
+  EXPECT_FALSE(cost_of(r, PriceInfo{2.5, std::nullopt})->model_parallel);  // no step, no cost
 }
 
 }  // namespace
