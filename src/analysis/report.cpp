@@ -194,6 +194,11 @@ std::optional<CostSummary> cost_of(const RunResult& result, const PriceInfo& ove
       c.training.push_back({p.nodes, p.gpus, p.step_ms,
                             p.step_ms * 1000.0 / 3.6e6 * hourly(p.gpus, std::max(p.nodes, p.gpus / per_node))});
   }
+  if (result.model_parallel && result.model_parallel->projection) {
+    const ModelParallelResult& m = *result.model_parallel;
+    const double step_ms = m.projection->step_ms;
+    c.model_parallel = CostPoint{m.nodes, m.gpus, step_ms, step_ms * 1000.0 / 3.6e6 * hourly(m.gpus, m.nodes)};
+  }
   return c;
 }
 

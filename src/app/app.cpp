@@ -24,6 +24,7 @@
 #include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/watchdog.hpp"
+#include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/sweep.hpp"
@@ -211,6 +212,7 @@ class RunPipeline {
     }
     // p2p --sweep runs alone (its command has no other phase).
     if (wants_p2p_sweep()) p2p_sweep();
+    if (config_.model.enabled()) model_parallel();
     if (!lead_) return exit_ok;
     finish();
     if (result_.budget && !config_.quiet) write_budget(*result_.budget, result_.duration_s, std::cout);
@@ -242,6 +244,7 @@ class RunPipeline {
     if (config_.command == Command::scale || (config_.command == Command::p2p && !wants_p2p_sweep()) ||
         (config_.command == Command::run && multi_node()))
       (void)uniform_ranks_per_node(layout_);  // refuse uneven layouts before anything runs
+    check_model_parallel_layout(config_.model, layout_);
     agree_on_root(world_, [this] {
       if (!config_.json_path.empty()) check_writable(config_.json_path, "--json");
       if (!config_.csv_path.empty()) check_writable(config_.csv_path, "--csv");
@@ -405,6 +408,18 @@ class RunPipeline {
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
     if (!config_.quiet) write_ladder(scaling, std::cout);
     result_.scaling = std::move(scaling);
+    save(config_, result_, started_, last_);
+  }
+
+  // After the pair matrix: the pipeline's stage links come from it.
+  void model_parallel() {
+    Watchdog::note_phase("model-parallel projection");
+    const PairsResult* pairs = lead_ && result_.pairs ? &*result_.pairs : nullptr;
+    ModelParallelResult mp = run_model_parallel(config_, *transport_, world_, layout_, pairs);
+    if (!lead_) return;
+    if (mp.tp_allreduce) result_.wrong_total += mp.tp_allreduce->wrong;
+    if (!config_.quiet) write_model_parallel(mp, std::cout);
+    result_.model_parallel = std::move(mp);
     save(config_, result_, started_, last_);
   }
 

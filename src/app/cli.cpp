@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdint>
 #include <optional>
 #include <sstream>
 
@@ -14,6 +15,7 @@
 #include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/engine/model_parallel.hpp"
 
 namespace fabricbench {
 namespace {
@@ -169,6 +171,15 @@ struct RawOptions {
   double compute_ms = defaults().scale.compute_ms;
   double overlap = defaults().scale.overlap;
   bool sharded = defaults().scale.sharded;
+  // Model-parallel projection.
+  int tp = defaults().model.tp;
+  int pp = defaults().model.pp;
+  std::int64_t hidden = 0;
+  std::int64_t seq = 0;
+  std::int64_t micro_batch = static_cast<std::int64_t>(defaults().model.micro_batch);
+  int micro_batches = defaults().model.micro_batches;
+  int layers = defaults().model.layers;
+  std::string act_dtype{name(defaults().model.dtype)};
   // Pair matrix.
   std::string pair_bytes;
   std::string pair_small_bytes;
@@ -339,6 +350,21 @@ void add_scale_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_flag("--sharded", o.sharded, "Projection: sharded data parallel (reduce-scatter + all-gather)");
 }
 
+void add_model_parallel_options(CLI::App& cmd, RawOptions& o, Command) {
+  const ModelParallelConfig& d = defaults().model;
+  cmd.add_option("--tp", o.tp, with_default("Projection: tensor-parallel ranks, within a node", d.tp));
+  cmd.add_option("--pp", o.pp, with_default("Projection: pipeline stages, across nodes (run)", d.pp));
+  cmd.add_option("--hidden", o.hidden, "Projection (--tp/--pp): hidden size of the model");
+  cmd.add_option("--seq", o.seq, "Projection (--tp/--pp): sequence length");
+  cmd.add_option("--micro-batch", o.micro_batch,
+                 with_default("Projection (--tp/--pp): sequences per micro-batch", d.micro_batch));
+  cmd.add_option("--micro-batches", o.micro_batches,
+                 with_default("Projection (--tp/--pp): micro-batches per step (pipeline bubble)", d.micro_batches));
+  cmd.add_option("--layers", o.layers, "Projection (--tp/--pp): transformer layers");
+  cmd.add_option("--act-dtype", o.act_dtype,
+                 with_default("Projection (--tp/--pp): activation element type", o.act_dtype));
+}
+
 void add_pair_options(CLI::App& cmd, RawOptions& o, Command) {
   const PairConfig& d = defaults().pairs;
   cmd.add_option("--pair-bytes", o.pair_bytes,
@@ -415,7 +441,7 @@ struct OptionGroup {
 
 // Adding an option: one line in its group's function above (and its field
 // in RunConfig, whose default the help then shows).
-constexpr std::array<OptionGroup, 17> option_groups{{
+constexpr std::array<OptionGroup, 18> option_groups{{
     {on_run | on_sweep | on_p2p, add_size_options},
     {on_run | on_sweep, add_collective_options},
     {measuring, add_iteration_options},
@@ -427,6 +453,7 @@ constexpr std::array<OptionGroup, 17> option_groups{{
     {measuring, add_label_option},
     {on_run | on_topo, add_topology_options},
     {on_run | on_scale, add_scale_options},
+    {on_run | on_scale, add_model_parallel_options},
     {on_run | on_p2p, add_pair_options},
     {on_p2p, add_p2p_sweep_options},
     {measuring | on_report, add_gate_options},
@@ -646,6 +673,50 @@ void apply_scale_options(const RawOptions& o, ScaleConfig& scale) {
   scale.sharded = o.sharded;
 }
 
+// --tp / --pp: what can be checked before the layout is known (the layout
+// checks are the engine's, check_model_parallel_layout).
+void apply_model_parallel_options(const CLI::App& cmd, const RawOptions& o, Command command, RunConfig& c) {
+  ModelParallelConfig& m = c.model;
+  constexpr int most = 1 << 20;
+  for (const auto& [flag, value] : {std::pair{"--tp", o.tp}, std::pair{"--pp", o.pp}})
+    if (value < 1 || value > most) throw UsageError(fmt::format("{} {}: must be between 1 and {}", flag, value, most));
+  m.tp = o.tp;
+  m.pp = o.pp;
+  if (!m.enabled()) {
+    for (const char* flag : {"--hidden", "--seq", "--micro-batch", "--micro-batches", "--layers", "--act-dtype"})
+      if (given(cmd, flag)) throw UsageError(fmt::format("{}: used only with --tp or --pp above 1", flag));
+    return;
+  }
+  if (command == Command::scale && m.pp > 1)
+    throw UsageError(
+        fmt::format("--pp {}: the pipeline projection uses the node-pair matrix, which only `run` measures", m.pp));
+  for (const auto& [flag, value] : {std::pair{"--hidden", o.hidden}, std::pair{"--seq", o.seq}}) {
+    if (!given(cmd, flag))
+      throw UsageError(fmt::format("{}: the model-parallel projection needs it (a whole number above 0)", flag));
+    if (value < 1) throw UsageError(fmt::format("{} {}: must be a whole number above 0", flag, value));
+  }
+  if (o.micro_batch < 1) throw UsageError(fmt::format("--micro-batch {}: must be 1 or above", o.micro_batch));
+  if (o.micro_batches < 1) throw UsageError(fmt::format("--micro-batches {}: must be 1 or above", o.micro_batches));
+  if (!given(cmd, "--layers")) throw UsageError("--layers: the model-parallel projection needs the layer count");
+  if (o.layers < 1) throw UsageError(fmt::format("--layers {}: must be 1 or above", o.layers));
+  if (o.layers % m.pp != 0)
+    throw UsageError(
+        fmt::format("--layers {}: must be a multiple of --pp {} (whole layers on every stage)", o.layers, m.pp));
+  m.hidden = static_cast<std::size_t>(o.hidden);
+  m.seq = static_cast<std::size_t>(o.seq);
+  m.micro_batch = static_cast<std::size_t>(o.micro_batch);
+  m.micro_batches = o.micro_batches;
+  m.layers = o.layers;
+  m.dtype = parse_list<DType>("--act-dtype", o.act_dtype, parse_dtype, all_dtypes(), "dtype").front();
+  if (!activation_bytes(m))
+    throw UsageError(
+        fmt::format("--hidden {} x --seq {} x --micro-batch {}: the activation is above the largest "
+                    "message size, {}",
+                    o.hidden, o.seq, o.micro_batch, format_size(max_message_bytes)));
+  if (!(c.scale.compute_ms > 0))
+    throw UsageError("--compute-ms: the model-parallel projection needs the compute time per step (above 0)");
+}
+
 void apply_pair_options(const RawOptions& o, PairConfig& pairs) {
   if (!o.pair_bytes.empty()) pairs.bytes = size_value("--pair-bytes", o.pair_bytes);
   if (!o.pair_small_bytes.empty()) pairs.small_bytes = size_value("--pair-small-bytes", o.pair_small_bytes);
@@ -771,6 +842,7 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   c.procfs_root = o.procfs_root;
   c.measure_topology = !o.no_measure;
   apply_scale_options(o, c.scale);
+  apply_model_parallel_options(cmd, o, command, c);
   apply_pair_options(o, c.pairs);
   if (command == Command::p2p) apply_p2p_options(cmd, o, c);
   apply_decision_options(o, c.report);

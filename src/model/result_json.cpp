@@ -156,6 +156,7 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   if (result.pairs || result.health) doc["findings"] = to_value(result.findings);
   if (result.health) doc["health"] = to_value(*result.health);
   if (result.budget) doc["budget"] = to_value(*result.budget);
+  if (result.model_parallel) doc["model_parallel"] = to_value(*result.model_parallel);
   return doc;
 }
 
@@ -179,6 +180,8 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   if (const auto f = doc.find("findings"); f != doc.end()) r.findings = read<std::vector<Finding>>(*f, "findings");
   if (const auto h = doc.find("health"); h != doc.end()) r.health = read<HealthResult>(*h, "health");
   if (const auto b = doc.find("budget"); b != doc.end()) r.budget = read<BudgetRecord>(*b, "budget");
+  if (const auto m = doc.find("model_parallel"); m != doc.end())
+    r.model_parallel = read<ModelParallelResult>(*m, "model_parallel");
   return r;
 }
 

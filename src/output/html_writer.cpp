@@ -431,6 +431,55 @@ void topology_section(const ReportRun& run, std::size_t index, std::ostream& out
   }
 }
 
+// The model-parallel projection of each run that has one: its input, what
+// was measured for it, and the step it projects.
+void model_parallel_section(const Report& report, std::ostream& out) {
+  bool any = false;
+  for (const ReportRun& run : report.runs) any = any || run.result.model_parallel.has_value();
+  if (!any) return;
+  out << "<section id=\"model-parallel\">\n<h2>Model-parallel projection</h2>\n";
+  for (const ReportRun& run : report.runs) {
+    if (!run.result.model_parallel) continue;
+    const ModelParallelResult& m = *run.result.model_parallel;
+    out << fmt::format(
+        "<h3>{}</h3>\n<p>tp {} &times; pp {} &times; dp {} on {} {} ({} node{}); {} layers, hidden {}, seq {}, "
+        "micro-batch {}, {} micro-batches; {} activations of {}; {} ms compute per step on one GPU.</p>\n",
+        esc(run.path), m.tp, m.pp, m.dp, m.gpus, unit_word(run.result), m.nodes, m.nodes == 1 ? "" : "s", m.layers,
+        m.hidden, m.seq, m.micro_batch, m.micro_batches, name(m.dtype), esc(format_size(m.activation_bytes)),
+        num(m.compute_ms));
+    out << "<ul>\n";
+    if (const auto& t = m.tp_allreduce)
+      out << fmt::format(
+          "<li>TP all-reduce of {} ({}) on {} groups of {} ranks within a node: {} us median, {} us slowest; 4 per "
+          "layer.</li>\n",
+          esc(format_size(t->bytes)), name(t->dtype), t->groups, t->ranks, num(t->time_us), num(t->time_max_us));
+    if (const auto& l = m.pp_link)
+      out << fmt::format(
+          "<li>Slowest stage link, node {} &rarr; node {}: {} us + {} at {} GB/s per rank = {} us per transfer; 2 per "
+          "micro-batch.</li>\n",
+          l->from, l->to, num(l->latency_us), esc(format_size(m.activation_bytes)), num(l->bandwidth_gbs),
+          num(l->transfer_us));
+    out << "</ul>\n";
+    if (!m.projection) {
+      out << "<p class=\"muted\">Skipped: " << esc(m.skipped) << "</p>\n";
+      continue;
+    }
+    const ModelParallelPoint& p = *m.projection;
+    out << "<table class=\"model-parallel\"><tr><th>compute (ms)</th><th>TP comm (ms)</th><th>PP comm (ms)</th>"
+           "<th>bubble (ms)</th><th>bubble</th><th>step (ms)</th><th>speedup</th><th>efficiency</th></tr>\n";
+    out << fmt::format(
+        "<tr><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.3f}</td><td>{:.1f}%</td><td>{:.3f}</td><td>{:.2f}</td>"
+        "<td>{:.1f}%</td></tr>\n</table>\n",
+        p.compute_ms, p.tp_comm_ms, p.pp_comm_ms, p.bubble_ms, p.bubble_fraction * 100.0, p.step_ms, p.speedup,
+        p.efficiency * 100.0);
+    if (m.dp > 1)
+      out << fmt::format(
+          "<p class=\"muted\">Not included: the data-parallel gradient synchronisation between the {} replicas.</p>\n",
+          m.dp);
+  }
+  out << "</section>\n";
+}
+
 }  // namespace
 
 void write_report_html(const Report& report, std::ostream& out) {
@@ -540,6 +589,7 @@ void write_report_html(const Report& report, std::ostream& out) {
     }
     out << "</section>\n";
   }
+  model_parallel_section(report, out);
   if (any_topology) {
     out << "<section id=\"topology\">\n<h2>Topology</h2>\n";
     for (std::size_t i = 0; i < report.runs.size(); ++i)
@@ -566,6 +616,13 @@ void write_report_html(const Report& report, std::ostream& out) {
                              num(p.per_1000_steps));
         out << "</table>\n";
       }
+      if (c.model_parallel && run.result.model_parallel)
+        out << fmt::format(
+            "<p class=\"model-parallel-cost\">Model-parallel training (tp {} &times; pp {} &times; dp {}, "
+            "{} {}): step {:.3f} ms, {} per 1000 steps.</p>\n",
+            run.result.model_parallel->tp, run.result.model_parallel->pp, run.result.model_parallel->dp,
+            c.model_parallel->gpus, unit_word(run.result), c.model_parallel->step_ms,
+            num(c.model_parallel->per_1000_steps));
     }
     out << "</section>\n";
   }

@@ -131,6 +131,10 @@ void RunSummaryPrinter::finalize(const Report& report) {
                          r.run.ranks, unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
     else
       out << "this run unknown (" << c.why_no_run_cost << ")\n";
+    if (c.model_parallel && r.model_parallel)
+      out << fmt::format("# Cost of model-parallel training (tp {} x pp {} x dp {}, {} {}): {} per 1000 steps\n",
+                         r.model_parallel->tp, r.model_parallel->pp, r.model_parallel->dp, c.model_parallel->gpus,
+                         unit_word(r), money(c.model_parallel->per_1000_steps));
   }
   if (files_.json.empty() && files_.csv.empty()) {
     out << "# Files: none written (--json r.json keeps the result)\n";

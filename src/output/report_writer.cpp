@@ -99,6 +99,7 @@ void write_report_text(const Report& report, std::ostream& out) {
     if (r.health) write_health(*r.health, out);
     if (r.pairs) write_pairs(*r.pairs, r.findings, out);
     if (r.budget) write_budget(*r.budget, r.duration_s, out);
+    if (r.model_parallel) write_model_parallel(*r.model_parallel, out);
     if (r.topology) {
       out << "#\n";
       write_topology_summary(*r.topology, out);
@@ -120,6 +121,10 @@ void write_report_text(const Report& report, std::ostream& out) {
         for (const CostPoint& p : c.training)
           out << fmt::format("    {:>6} {:>6} {:>10.3f} {:>16}\n", p.nodes, p.gpus, p.step_ms, money(p.per_1000_steps));
       }
+      if (const auto& mp = c.model_parallel; mp && r.model_parallel)
+        out << fmt::format("#   model parallel (tp {} x pp {} x dp {}, {} {}): step {:.3f} ms, {} per 1000 steps\n",
+                           r.model_parallel->tp, r.model_parallel->pp, r.model_parallel->dp, mp->gpus, unit_word(r),
+                           mp->step_ms, money(mp->per_1000_steps));
     }
     write_verdicts(run.verdicts, run.level, out);
   }

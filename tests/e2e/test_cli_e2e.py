@@ -287,6 +287,96 @@ class CommandLineHabits(unittest.TestCase):
         self.assertIn("give --expect", proc.stdout)
 
 
+class ModelParallel(unittest.TestCase):
+    """--tp on 4 local ranks: the TP all-reduce measured on groups of tp ranks,
+    the projection in the table, the JSON, the report and the HTML; bad
+    combinations exit 2 with one line."""
+    MODEL = ["--hidden", "256", "--seq", "64", "--layers", "8", "--compute-ms", "20"]
+    QUICK = ["--transport", "mpi", "--iters", "4", "--warmup", "1"]
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.json = os.path.join(self.dir.name, "mp.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def check_projection(self, doc, tp, groups):
+        mp = doc["model_parallel"]
+        self.assertEqual((mp["tp"], mp["pp"], mp["dp"], mp["gpus"], mp["nodes"]), (tp, 1, 4 // tp, 4, 1))
+        self.assertEqual(mp["activation_bytes"], 256 * 64 * 2)  # bfloat16
+        ar = mp["tp_allreduce"]
+        self.assertEqual((ar["ranks"], ar["groups"], ar["bytes"], ar["dtype"], ar["wrong"]),
+                         (tp, groups, 256 * 64 * 2, "float", 0))
+        self.assertGreater(ar["time_us"], 0)
+        self.assertIsNone(mp["pp_link"])
+        p = mp["projection"]
+        self.assertAlmostEqual(p["compute_ms"], 20 / tp, places=9)
+        self.assertAlmostEqual(p["tp_comm_ms"], 4 * 8 * ar["time_us"] / 1e3, places=9)
+        self.assertEqual((p["pp_comm_ms"], p["bubble_ms"], p["bubble_fraction"]), (0, 0, 0))
+        self.assertAlmostEqual(p["step_ms"], p["compute_ms"] + p["tp_comm_ms"], places=9)
+        self.assertAlmostEqual(p["speedup"], (4 // tp) * 20 / p["step_ms"], places=9)
+        self.assertAlmostEqual(p["efficiency"], p["speedup"] / 4, places=9)
+
+    def test_scale_tp2_table_json_report_and_html(self):
+        proc = mpirun(4, "scale", "--tp", "2", *self.MODEL, *self.QUICK, "--scale-bytes", "64K",
+                      "--price-per-gpu-hour", "2", "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("# Projected model-parallel training: tp 2 x pp 1 x dp 2 on 4 ranks (1 node)", proc.stdout)
+        self.assertIn("# TP all-reduce of 32 KiB (float) on 2 groups of 2 ranks within a node", proc.stdout)
+        self.assertIn("TP comm (ms)", proc.stdout)
+        self.assertIn("# Cost of model-parallel training (tp 2 x pp 1 x dp 2, 4 ranks):", proc.stdout)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.check_projection(doc, 2, 2)
+        report = subprocess.run([ARGS.binary, "report", self.json], capture_output=True, text=True, timeout=60)
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertIn("# Projected model-parallel training: tp 2 x pp 1 x dp 2", report.stdout)
+        self.assertRegex(report.stdout, r"#   model parallel \(tp 2 x pp 1 x dp 2, 4 ranks\): step [0-9.]+ ms, "
+                                        r"[0-9.]+ per 1000 steps")
+        html = os.path.join(self.dir.name, "mp.html")
+        report = subprocess.run([ARGS.binary, "report", self.json, "--html", html], capture_output=True, text=True,
+                                timeout=60)
+        self.assertEqual(report.returncode, 0, report.stderr)
+        with open(html, encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn('<section id="model-parallel">', page)
+        self.assertIn("TP all-reduce of 32 KiB (float) on 2 groups of 2 ranks", page)
+        self.assertIn('<p class="model-parallel-cost">', page)
+
+    def test_run_tp4_one_group_of_all_four(self):
+        proc = mpirun(4, "run", "--tp", "4", *self.MODEL, *self.QUICK, "--sizes", "64K", "--ops", "allreduce",
+                      "--pair-bytes", "64K", "--no-measure", "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("# Projected model-parallel training: tp 4 x pp 1 x dp 1 on 4 ranks", proc.stdout)
+        self.assertIn("on 1 group of 4 ranks", proc.stdout)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.assertTrue(doc["status"]["complete"])
+        self.check_projection(doc, 4, 1)
+
+    def test_bad_combinations_exit_2_with_one_line(self):
+        cases = [
+            (["scale", "--tp", "3", *self.MODEL], r"--tp 3: must divide the 4 ranks per node"),
+            (["scale", "--tp", "8", *self.MODEL], r"--tp 8: must divide the 4 ranks per node"),
+            (["run", "--pp", "2", *self.MODEL], r"--pp 2: must divide the 1 node "),
+            (["scale", "--pp", "2", *self.MODEL], r"--pp 2: the pipeline projection uses the node-pair matrix"),
+            (["run", "--tp", "2", "--layers", "8", "--compute-ms", "20"], r"--hidden: the model-parallel projection"),
+            (["run", "--tp", "0"], r"--tp 0: must be between 1 and"),
+            (["scale", "--hidden", "256"], r"--hidden: used only with --tp or --pp above 1"),
+        ]
+        for args, message in cases:
+            with self.subTest(args=args):
+                proc = mpirun(4, *args, "--transport", "mpi", timeout=60)
+                self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+                lines = [l for l in proc.stderr.splitlines() if l.strip()]
+                self.assertEqual(len(lines), 1, proc.stderr)
+                self.assertRegex(lines[0], "^fabricbench: error: " + message)
+                self.assertNotIn("MPI_ABORT", proc.stdout + proc.stderr)
+
+
 class Version(unittest.TestCase):
     def test_version_names_transports_and_libraries(self):
         proc = subprocess.run([ARGS.binary, "version"], capture_output=True, text=True, timeout=60)

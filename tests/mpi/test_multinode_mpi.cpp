@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/transport/mpi/mpi_transport.hpp"
 
@@ -64,6 +65,43 @@ TEST(MultinodeMpi, LadderOnOneNodeIsItsOwnBaseline) {
   }
   ASSERT_EQ(scaling.projection.size(), 1U);
   EXPECT_EQ(scaling.projection[0].gpus, world.size());
+}
+
+// Tensor parallel on one node: every group of tp local ranks measures the
+// all-reduce at the activation size at once; rank 0 projects from the median.
+TEST(MultinodeMpi, TensorParallelGroupsMeasureTheActivationAllReduce) {
+  const Comm world = Comm::world();
+  if (world.size() < 2) GTEST_SKIP() << "tensor parallel needs 2 or more ranks";
+  MpiTransport transport(world);
+  const Layout layout = discover_layout(world);
+  std::vector<int> tps{world.size()};
+  if (world.size() % 2 == 0 && world.size() > 2) tps.push_back(2);
+  for (const int tp : tps) {
+    RunConfig config = small_config();
+    config.scale.compute_ms = 10;
+    config.model.tp = tp;
+    config.model.hidden = 64;
+    config.model.seq = 16;
+    config.model.micro_batch = 2;
+    config.model.layers = 4;
+    const ModelParallelResult mp = run_model_parallel(config, transport, world, layout, nullptr);
+    if (world.rank() != 0) continue;
+    EXPECT_EQ(mp.tp, tp);
+    EXPECT_EQ(mp.dp, world.size() / tp);
+    EXPECT_EQ(mp.activation_bytes, 64U * 16 * 2 * 2);
+    ASSERT_TRUE(mp.tp_allreduce);
+    EXPECT_EQ(mp.tp_allreduce->groups, world.size() / tp);
+    EXPECT_EQ(mp.tp_allreduce->ranks, tp);
+    EXPECT_EQ(mp.tp_allreduce->dtype, DType::float32);  // the mpi transport has no bfloat16
+    EXPECT_EQ(mp.tp_allreduce->bytes, mp.activation_bytes);
+    EXPECT_EQ(mp.tp_allreduce->wrong, 0U);
+    EXPECT_GT(mp.tp_allreduce->time_us, 0.0);
+    EXPECT_GE(mp.tp_allreduce->time_max_us, mp.tp_allreduce->time_us);
+    EXPECT_FALSE(mp.pp_link);
+    ASSERT_TRUE(mp.projection) << mp.skipped;
+    EXPECT_DOUBLE_EQ(mp.projection->tp_comm_ms, 4 * 4 * mp.tp_allreduce->time_us / 1e3);
+    EXPECT_DOUBLE_EQ(mp.projection->step_ms, 10.0 / tp + mp.projection->tp_comm_ms);
+  }
 }
 
 TEST(MultinodeMpi, LadderBytesRespectTheMemoryCap) {

@@ -234,6 +234,46 @@ class MultiHost(unittest.TestCase):
         links = {(l["from"], l["to"]) for l in doc["pairs"]["links"]}
         self.assertEqual(len(links), 8)  # 2 rounds x 2 pairs x both directions
         self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node3"])])
+    def test_pipeline_projection_takes_the_slowest_stage_link(self):
+        # pp 2 on 4 hosts: stages {node0, node1} and {node2, node3}, links
+        # node0 -> node2 and node1 -> node3; node2 throttled makes the first
+        # the slowest. tp 2 within each host, so 2 replicas.
+        testbed("throttle", "node2", RATE)
+        model = ["--tp", "2", "--pp", "2", "--hidden", "512", "--seq", "256", "--layers", "8", "--micro-batches",
+                 "4", "--compute-ms", "100"]
+        proc, doc = fabricbench(self.json, "run", "--sizes", "64K", "--ops", "allreduce", "--scale-bytes", "64K",
+                                "--pair-bytes", "1M", *FINDINGS, *model, "--no-measure", "--iters", "4", "--warmup",
+                                "1", "--price-per-node-hour", "10")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        self.assertIn("# Projected model-parallel training: tp 2 x pp 2 x dp 2 on 8 ranks (4 nodes)", proc.stdout)
+        self.assertIn("# PP stage link node 0 -> node 2 (the slowest between stages)", proc.stdout)
+        mp = doc["model_parallel"]
+        self.assertEqual((mp["tp"], mp["pp"], mp["dp"], mp["nodes"], mp["gpus"]), (2, 2, 2, 4, 8))
+        activation = 512 * 256 * 2
+        self.assertEqual(mp["activation_bytes"], activation)
+        self.assertEqual((mp["tp_allreduce"]["groups"], mp["tp_allreduce"]["ranks"]), (4, 2))
+        link = mp["pp_link"]
+        self.assertEqual((link["from"], link["to"]), (0, 2))
+        links = {(l["from"], l["to"]): l for l in doc["pairs"]["links"]}
+        self.assertAlmostEqual(link["bandwidth_gbs"], links[(0, 2)]["bandwidth_gbs"] / 2, places=9)
+        self.assertAlmostEqual(link["latency_us"], links[(0, 2)]["latency_us"], places=9)
+        self.assertAlmostEqual(link["transfer_us"], link["latency_us"] + activation / (link["bandwidth_gbs"] * 1e3),
+                               places=6)
+        p = mp["projection"]
+        self.assertAlmostEqual(p["bubble_fraction"], 1 / 5, places=12)
+        slot = 100 / 16 + 4 * 4 * mp["tp_allreduce"]["time_us"] / 1e3 + 2 * link["transfer_us"] / 1e3
+        self.assertAlmostEqual(p["step_ms"], 5 * slot, places=6)
+        self.assertAlmostEqual(p["bubble_ms"], slot, places=6)
+        self.assertAlmostEqual(p["efficiency"], 100 / (4 * p["step_ms"]), places=9)
+        self.assertIn("# Cost of model-parallel training (tp 2 x pp 2 x dp 2, 8 ranks):", proc.stdout)
+        # pp 3 does not divide 4 nodes: one line, exit 2.
+        proc = testbed("mpirun", "-np", "8", "-q", ARGS.binary, "run", "--pp", "3", "--hidden", "8", "--seq", "8",
+                       "--layers", "3", "--compute-ms", "1", check=False)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        lines = [l for l in proc.stderr.splitlines() if l.startswith("fabricbench:")]
+        self.assertEqual(lines, ["fabricbench: error: --pp 3: must divide the 4 nodes (one pipeline stage per block "
+                                 "of nodes)"], proc.stderr)
 
 
 class DownedLink(unittest.TestCase):

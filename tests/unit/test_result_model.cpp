@@ -116,6 +116,22 @@ RunResult fully_populated() {
   r.health = HealthResult{1 << 20, 8, 1.5, r.findings};
   r.budget =
       BudgetRecord{60, {{Phase::health, 6, 1.5}, {Phase::pairs, 20, 20}}, {{Phase::pairs, "round 1", "skipped"}}};
+  ModelParallelResult mp;
+  mp.tp = 1;
+  mp.pp = 2;
+  mp.nodes = 2;
+  mp.gpus = 2;
+  mp.hidden = 16;
+  mp.seq = 4;
+  mp.micro_batches = 4;
+  mp.layers = 2;
+  mp.compute_ms = 10;
+  mp.activation_bytes = 128;
+  mp.tp_allreduce = TpAllReduce{128, DType::float32, 2, 1, 5, 6, 0};
+  mp.pp_link = PpLink{0, 1, 2, 10, 2.0128};
+  mp.projection = ModelParallelPoint{5, 0.5, 0.016, 1.4, 0.2, 7, 1.4, 0.7};
+  mp.skipped = "not skipped, but every field is written";
+  r.model_parallel = mp;
 
   ClusterTopology t;
   NodeTopology n;

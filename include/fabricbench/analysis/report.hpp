@@ -30,6 +30,9 @@ struct CostSummary {
   std::optional<double> run_cost;   // duration × (GPUs × GPU price, or nodes × node price)
   std::string why_no_run_cost;      // when run_cost is empty
   std::vector<CostPoint> training;  // from the scaling projection, when there is one
+
+  // From the model-parallel projection (--tp, --pp), when there is one.
+  std::optional<CostPoint> model_parallel;
 };
 // nullopt when no price is known.
 std::optional<CostSummary> cost_of(const RunResult& result, const PriceInfo& override_price);

@@ -51,6 +51,21 @@ struct ScaleConfig {
   bool sharded = false;
 };
 
+// Projected model-parallel training (`run`, `scale`): tensor parallel within
+// a node, pipeline parallel across nodes; enabled when tp or pp is above 1.
+// The compute time per step is the ladder's (ScaleConfig::compute_ms).
+struct ModelParallelConfig {
+  int tp = 1;
+  int pp = 1;
+  std::size_t hidden = 0;
+  std::size_t seq = 0;
+  std::size_t micro_batch = 1;
+  int micro_batches = 1;
+  int layers = 0;
+  DType dtype = DType::bfloat16;  // of the activations
+  [[nodiscard]] bool enabled() const { return tp > 1 || pp > 1; }
+};
+
 // The geometric size ladder of a sweep when no explicit sizes are given.
 struct SizeRange {
   std::size_t min_bytes = 8;
@@ -124,6 +139,7 @@ struct RunConfig {
   ProgressChoice progress = ProgressChoice::automatic;
   GpuConfig gpu;
   ScaleConfig scale;
+  ModelParallelConfig model;
   PairConfig pairs;
   P2PSweepConfig p2p_sweep;
   // The topology probe (`topo`, and first in `run`). Empty roots: /sys, /proc.

@@ -12,6 +12,7 @@
 #include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/core/types.hpp"
+#include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/scaling.hpp"
@@ -80,6 +81,9 @@ struct RunResult {
   std::uint64_t wrong_total = 0;
   bool checked = false;
   std::string end_reason;  // why an incomplete run ended (timeout, signal); empty otherwise
+
+  // --tp / --pp: the model-parallel projection, when it ran.
+  std::optional<ModelParallelResult> model_parallel;
 };
 
 // Every wrong element the result holds: the status total, or the sum of the

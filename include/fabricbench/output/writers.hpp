@@ -21,6 +21,9 @@ void write_csv(const RunResult& result, std::ostream& out);
 void write_ladder(const ScaleResult& scaling, std::ostream& out);
 void write_pairs(const PairsResult& pairs, const std::vector<Finding>& findings, std::ostream& out);
 
+// The model-parallel projection (--tp, --pp) as terminal lines.
+void write_model_parallel(const ModelParallelResult& mp, std::ostream& out);
+
 // The terminal table is a printer: TablePrinter in printer.hpp.
 
 }  // namespace fabricbench
