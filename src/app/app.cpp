@@ -23,6 +23,7 @@
 #include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/watchdog.hpp"
+#include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/sweep.hpp"
@@ -189,6 +190,7 @@ class RunPipeline {
     if (lead_) save(config_, result_, started_, last_);  // a valid (empty, incomplete) file from the start
     if (wants_sweep()) sweep();
     if (wants_ladder()) ladder();
+    if (wants_gpu_ladder()) gpu_ladder();
     if (wants_p2p_sweep()) p2p_sweep();
     if (wants_pairs()) pairs();
     if (!lead_) return exit_ok;
@@ -204,6 +206,11 @@ class RunPipeline {
   [[nodiscard]] bool wants_ladder() const {
     return config_.command == Command::scale || (config_.command == Command::run && multi_node());
   }
+  // Inside each node, on `run` and `scale`, when a node has several ranks.
+  [[nodiscard]] bool wants_gpu_ladder() const {
+    return (config_.command == Command::scale || config_.command == Command::run) && config_.scale.gpu_ladder &&
+           layout_.ranks_per_node.front() > 1;
+  }
   [[nodiscard]] bool wants_p2p_sweep() const { return config_.command == Command::p2p && config_.p2p_sweep.enabled; }
   [[nodiscard]] bool wants_pairs() const {
     return (config_.command == Command::p2p && !config_.p2p_sweep.enabled) ||
@@ -218,7 +225,7 @@ class RunPipeline {
     validate_for_world(config_, world_.size());
     if (wants_p2p_sweep()) (void)p2p_sweep_ranks(config_.p2p_sweep, layout_);  // a pair that exists
     if (config_.command == Command::scale || (config_.command == Command::p2p && !wants_p2p_sweep()) ||
-        (config_.command == Command::run && multi_node()))
+        (config_.command == Command::run && multi_node()) || wants_gpu_ladder())
       (void)uniform_ranks_per_node(layout_);  // refuse uneven layouts before anything runs
     agree_on_root(world_, [this] {
       if (!config_.json_path.empty()) check_writable(config_.json_path, "--json");
@@ -326,6 +333,26 @@ class RunPipeline {
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
     if (!config_.quiet) write_ladder(scaling, std::cout);
     result_.scaling = std::move(scaling);
+    save(config_, result_, started_, last_);
+  }
+
+  // The sets come from each node's GPU link matrix: the run's topology, or
+  // on `scale` (which records none) a probe without the copy timings.
+  void gpu_ladder() {
+    Watchdog::note_phase("gpu ladder");
+    std::vector<LinkMatrix> matrices;
+    if (config_.command == Command::scale) {
+      const ClusterTopology probed = gather_topology(world_, layout_, TopologyOptions{probe_roots("", ""), false});
+      for (const NodeTopology& n : probed.nodes) matrices.push_back(n.gpu_matrix);
+    } else if (lead_ && result_.topology) {
+      for (const NodeTopology& n : result_.topology->nodes) matrices.push_back(n.gpu_matrix);
+    }
+    GpuLadderResult ladder = run_gpu_ladder(config_, *transport_, world_, layout_, matrices);
+    if (!lead_) return;
+    for (const GpuLevelResult& l : ladder.levels)
+      for (const GpuSetResult& s : l.sets) result_.wrong_total += s.wrong;
+    if (!config_.quiet) write_gpu_ladder(ladder, std::cout);
+    result_.gpu_ladder = std::move(ladder);
     save(config_, result_, started_, last_);
   }
 

@@ -11,6 +11,7 @@
 
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/core/types.hpp"
+#include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/scaling.hpp"
@@ -58,13 +59,14 @@ struct RunResult {
   ToolInfo tool;
   RunInfo run;
   std::vector<SweepRecord> records;
-  std::optional<ScaleResult> scaling;       // the ladder, when it ran
-  std::optional<PairsResult> pairs;         // the pair matrix, when it ran
-  std::optional<P2PSweepResult> p2p_sweep;  // p2p --sweep: the OSU tests between two ranks
-  std::vector<Finding> findings;            // slow nodes and links from the pair matrix
-  std::optional<ClusterTopology> topology;  // the topology probe, when it ran
-  bool complete = false;                    // false while the run is still going (or was interrupted)
-  std::optional<double> duration_s;         // wall time from start to the last save
+  std::optional<ScaleResult> scaling;         // the ladder, when it ran
+  std::optional<GpuLadderResult> gpu_ladder;  // the GPU-count ladder inside each node, when it ran
+  std::optional<PairsResult> pairs;           // the pair matrix, when it ran
+  std::optional<P2PSweepResult> p2p_sweep;    // p2p --sweep: the OSU tests between two ranks
+  std::vector<Finding> findings;              // slow nodes and links from the pair matrix
+  std::optional<ClusterTopology> topology;    // the topology probe, when it ran
+  bool complete = false;                      // false while the run is still going (or was interrupted)
+  std::optional<double> duration_s;           // wall time from start to the last save
   std::uint64_t wrong_total = 0;
   bool checked = false;
   std::string end_reason;  // why an incomplete run ended (timeout, signal); empty otherwise
@@ -81,6 +83,9 @@ inline std::uint64_t wrong_elements(const RunResult& result) {
   if (result.scaling)
     for (const LevelResult& l : result.scaling->levels)
       for (const GroupResult& g : l.groups) add(g.wrong);
+  if (result.gpu_ladder)
+    for (const GpuLevelResult& l : result.gpu_ladder->levels)
+      for (const GpuSetResult& s : l.sets) add(s.wrong);
   if (result.pairs) add(result.pairs->wrong);
   return std::max(parts, result.wrong_total);
 }
