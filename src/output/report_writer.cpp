@@ -79,6 +79,7 @@ void write_report_text(const Report& report, std::ostream& out) {
     if (!point.empty()) table.point(point);
     if (!r.records.empty()) table.summary(r);
     if (r.scaling) write_ladder(*r.scaling, out);
+    if (r.gpu_ladder) write_gpu_ladder(*r.gpu_ladder, out);
     if (r.pairs) write_pairs(*r.pairs, r.findings, out);
     if (r.topology) {
       out << "#\n";

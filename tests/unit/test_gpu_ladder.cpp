@@ -8,11 +8,13 @@
 #include <gtest/gtest.h>
 
 #include "../topology/fixture_tree.hpp"
+#include "fabricbench/analysis/report.hpp"
 #include "fabricbench/app/cli.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/model/result_json.hpp"
 #include "fabricbench/model/schema_validate.hpp"
+#include "fabricbench/output/report_writers.hpp"
 #include "fabricbench/output/writers.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
@@ -298,6 +300,32 @@ TEST(GpuLadder, JsonRoundTripAndSchema) {
   std::ostringstream again;
   write_json(back, again);
   EXPECT_EQ(again.str(), out.str());
+}
+
+TEST(GpuLadder, ReportTextAndHtmlShowTheLadderAndItsChart) {
+  RunResult r;
+  r.run.ranks = 8;
+  r.run.nodes = 1;
+  r.run.ranks_per_node = {8};
+  r.run.hostnames = {"a"};
+  r.run.transport = "nccl";
+  r.gpu_ladder = full_ladder();
+  std::vector<ReportRun> runs;
+  runs.push_back({"run.json", r, {}, Level::ok, {}});
+  const Report report = build_report(std::move(runs), {}, builtin_expectations());
+  std::ostringstream text;
+  write_report_text(report, text);
+  EXPECT_NE(text.str().find("# GPU-count ladder inside each node (8 GPUs per node"), std::string::npos);
+  EXPECT_NE(text.str().find("# cheapest per job: 4 GPUs (16 per job)"), std::string::npos);
+  std::ostringstream html;
+  write_report_html(report, html);
+  const std::string page = html.str();
+  EXPECT_NE(page.find("<section id=\"gpu-ladder\">"), std::string::npos);
+  EXPECT_NE(page.find("id=\"gpu-ladder-0\""), std::string::npos);
+  EXPECT_NE(page.find("Job time and cost per job against GPU count"), std::string::npos);
+  EXPECT_NE(page.find("<title>4 GPUs: 16 per job</title>"), std::string::npos) << page;
+  EXPECT_NE(page.find("<title>8 GPUs: 2.5 h</title>"), std::string::npos);
+  EXPECT_NE(page.find("Cheapest per job: 4 GPUs. Fastest: 8 GPUs."), std::string::npos);
 }
 
 TEST(GpuLadder, TableNamesTheCheapestAndTheFastest) {
