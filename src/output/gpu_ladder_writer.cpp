@@ -11,7 +11,8 @@ namespace {
 
 std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
 
-std::string hours(double h) { return fmt::format("{:.3f} h", h); }
+// A job's length: hours, or minutes when below a tenth of an hour.
+std::string hours(double h) { return h >= 0.1 ? fmt::format("{:.3f} h", h) : fmt::format("{:.3g} min", h * 60); }
 
 std::string members(const std::vector<int>& gpus) {
   std::string text;
