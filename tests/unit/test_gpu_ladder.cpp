@@ -326,6 +326,16 @@ TEST(GpuLadder, ReportTextAndHtmlShowTheLadderAndItsChart) {
   EXPECT_NE(page.find("<title>4 GPUs: 16 per job</title>"), std::string::npos) << page;
   EXPECT_NE(page.find("<title>8 GPUs: 2.5 h</title>"), std::string::npos);
   EXPECT_NE(page.find("Cheapest per job: 4 GPUs. Fastest: 8 GPUs."), std::string::npos);
+
+  // `report --price-per-gpu-hour` prices the job again; the server prices stay.
+  ReportConfig at_three;
+  at_three.price_per_gpu_hour = 3.0;
+  std::vector<ReportRun> again;
+  again.push_back({"run.json", r, {}, Level::ok, {}});
+  const GpuLadderResult& g =
+      *build_report(std::move(again), at_three, builtin_expectations()).runs[0].result.gpu_ladder;
+  EXPECT_DOUBLE_EQ(*g.projection[1].cost_per_job, 48.0);  // 4 h x 4 GPUs x 3
+  EXPECT_DOUBLE_EQ(*g.servers[0].cost_per_job, 16.0);
 }
 
 TEST(GpuLadder, TableNamesTheCheapestAndTheFastest) {
