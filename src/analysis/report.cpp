@@ -226,6 +226,13 @@ Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, con
     run.verdicts.insert(run.verdicts.end(), gate_verdicts.begin(), gate_verdicts.end());
     run.level = level;
     run.cost = cost_of(run.result, price);
+    // The GPU ladder's cost per job at the GPU price given to `report`.
+    if (run.result.gpu_ladder && config.price_per_gpu_hour) {
+      GpuLadderResult& g = *run.result.gpu_ladder;
+      std::vector<ServerPrice> servers;
+      for (const ServerCost& s : g.servers) servers.push_back({s.gpus, s.price_per_hour});
+      price_gpu_ladder(g, g.steps, config.price_per_gpu_hour, servers);
+    }
     report.level = std::max(report.level, level);
     report.runs.push_back(std::move(run));
   }

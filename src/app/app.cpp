@@ -25,6 +25,7 @@
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/watchdog.hpp"
 #include "fabricbench/engine/model_parallel.hpp"
+#include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/sweep.hpp"
@@ -205,6 +206,7 @@ class RunPipeline {
     if (wants_health()) planned.push_back(Phase::health);
     if (wants_sweep()) planned.push_back(Phase::sweep);
     if (wants_ladder()) planned.push_back(Phase::ladder);
+    if (wants_gpu_ladder()) planned.push_back(Phase::gpu_ladder);
     if (wants_pairs()) planned.push_back(Phase::pairs);
     for (std::size_t i = 0; i < planned.size(); ++i) {
       const std::vector<Phase> later(planned.begin() + static_cast<std::ptrdiff_t>(i) + 1, planned.end());
@@ -228,6 +230,11 @@ class RunPipeline {
     return config_.command == Command::scale || (config_.command == Command::run && multi_node());
   }
   [[nodiscard]] bool wants_health() const { return config_.command == Command::run && multi_node() && config_.health; }
+  // Inside each node, on `run` and `scale`, when a node has several ranks.
+  [[nodiscard]] bool wants_gpu_ladder() const {
+    return (config_.command == Command::scale || config_.command == Command::run) && config_.scale.gpu_ladder &&
+           layout_.ranks_per_node.front() > 1;
+  }
   [[nodiscard]] bool wants_p2p_sweep() const { return config_.command == Command::p2p && config_.p2p_sweep.enabled; }
   [[nodiscard]] bool wants_pairs() const {
     return (config_.command == Command::p2p && !config_.p2p_sweep.enabled) ||
@@ -242,7 +249,7 @@ class RunPipeline {
     validate_for_world(config_, world_.size());
     if (wants_p2p_sweep()) (void)p2p_sweep_ranks(config_.p2p_sweep, layout_);  // a pair that exists
     if (config_.command == Command::scale || (config_.command == Command::p2p && !wants_p2p_sweep()) ||
-        (config_.command == Command::run && multi_node()))
+        (config_.command == Command::run && multi_node()) || wants_gpu_ladder())
       (void)uniform_ranks_per_node(layout_);  // refuse uneven layouts before anything runs
     check_model_parallel_layout(config_.model, layout_);
     agree_on_root(world_, [this] {
@@ -328,6 +335,9 @@ class RunPipeline {
         break;
       case Phase::ladder:
         ladder(share);
+        break;
+      case Phase::gpu_ladder:
+        gpu_ladder(share);
         break;
       case Phase::pairs:
         pairs(share);
@@ -420,6 +430,25 @@ class RunPipeline {
     if (mp.tp_allreduce) result_.wrong_total += mp.tp_allreduce->wrong;
     if (!config_.quiet) write_model_parallel(mp, std::cout);
     result_.model_parallel = std::move(mp);
+  }
+
+  // The sets come from each node's GPU link matrix: the run's topology, or
+  // on `scale` (which records none) a probe without the copy timings.
+  void gpu_ladder(double seconds) {
+    Watchdog::note_phase("gpu ladder");
+    std::vector<LinkMatrix> matrices;
+    if (config_.command == Command::scale) {
+      const ClusterTopology probed = gather_topology(world_, layout_, TopologyOptions{probe_roots("", ""), false});
+      for (const NodeTopology& n : probed.nodes) matrices.push_back(n.gpu_matrix);
+    } else if (lead_ && result_.topology) {
+      for (const NodeTopology& n : result_.topology->nodes) matrices.push_back(n.gpu_matrix);
+    }
+    GpuLadderResult ladder = run_gpu_ladder(config_, *transport_, world_, layout_, matrices, PhaseLimit{seconds, cuts()});
+    if (!lead_) return;
+    for (const GpuLevelResult& l : ladder.levels)
+      for (const GpuSetResult& s : l.sets) result_.wrong_total += s.wrong;
+    if (!config_.quiet) write_gpu_ladder(ladder, std::cout);
+    result_.gpu_ladder = std::move(ladder);
     save(config_, result_, started_, last_);
   }
 

@@ -180,6 +180,10 @@ struct RawOptions {
   int micro_batches = defaults().model.micro_batches;
   int layers = defaults().model.layers;
   std::string act_dtype{name(defaults().model.dtype)};
+  // GPU-count ladder inside a node.
+  bool no_gpu_ladder = false;
+  std::string steps;
+  std::string server_prices;
   // Pair matrix.
   std::string pair_bytes;
   std::string pair_small_bytes;
@@ -365,6 +369,15 @@ void add_model_parallel_options(CLI::App& cmd, RawOptions& o, Command) {
                  with_default("Projection (--tp/--pp): activation element type", o.act_dtype));
 }
 
+void add_gpu_ladder_options(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_flag("--no-gpu-ladder", o.no_gpu_ladder,
+               "Skip the GPU-count ladder inside each node (it runs when a node has several ranks)");
+  cmd.add_option("--steps", o.steps, "GPU ladder projection: training steps per job, for the job time and its cost");
+  cmd.add_option("--price", o.server_prices,
+                 "GPU ladder projection: price per hour of a whole server by its GPU count, e.g. 4:4,8:8 (any "
+                 "currency): the job's cost on each server size, the cheapest and the fastest");
+}
+
 void add_pair_options(CLI::App& cmd, RawOptions& o, Command) {
   const PairConfig& d = defaults().pairs;
   cmd.add_option("--pair-bytes", o.pair_bytes,
@@ -441,7 +454,7 @@ struct OptionGroup {
 
 // Adding an option: one line in its group's function above (and its field
 // in RunConfig, whose default the help then shows).
-constexpr std::array<OptionGroup, 18> option_groups{{
+constexpr std::array<OptionGroup, 19> option_groups{{
     {on_run | on_sweep | on_p2p, add_size_options},
     {on_run | on_sweep, add_collective_options},
     {measuring, add_iteration_options},
@@ -454,6 +467,7 @@ constexpr std::array<OptionGroup, 18> option_groups{{
     {on_run | on_topo, add_topology_options},
     {on_run | on_scale, add_scale_options},
     {on_run | on_scale, add_model_parallel_options},
+    {on_run | on_scale, add_gpu_ladder_options},
     {on_run | on_p2p, add_pair_options},
     {on_p2p, add_p2p_sweep_options},
     {measuring | on_report, add_gate_options},
@@ -717,6 +731,57 @@ void apply_model_parallel_options(const CLI::App& cmd, const RawOptions& o, Comm
     throw UsageError("--compute-ms: the model-parallel projection needs the compute time per step (above 0)");
 }
 
+// "4:4,8:8": server sizes in GPUs and their prices per hour.
+std::vector<ServerPrice> parse_server_prices(const std::string& text) {
+  std::vector<ServerPrice> prices;
+  for (const std::string& item : split_list(text)) {
+    const auto colon = item.find(':');
+    const std::string gpus = item.substr(0, colon);
+    const std::string price = colon == std::string::npos ? std::string() : item.substr(colon + 1);
+    const bool digits = !gpus.empty() && gpus.find_first_not_of("0123456789") == std::string::npos && gpus.size() < 7;
+    if (colon == std::string::npos || !digits || std::stoi(gpus) < 1)
+      throw UsageError(
+          fmt::format("--price {}: '{}' is not GPUS:PRICE (GPUs a whole number, 1 or more; e.g. 8:8)", text, item));
+    double value = 0;
+    std::size_t used = 0;
+    try {
+      value = std::stod(price, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (price.empty() || used != price.size() || !std::isfinite(value) || value < 0)
+      throw UsageError(fmt::format("--price {}: '{}' is not a price (a finite number, 0 or above)", text, price));
+    const int n = std::stoi(gpus);
+    if (std::any_of(prices.begin(), prices.end(), [n](const ServerPrice& p) { return p.gpus == n; }))
+      throw UsageError(fmt::format("--price {}: {} GPUs priced twice", text, n));
+    prices.push_back({n, value});
+  }
+  if (prices.empty()) throw UsageError(fmt::format("--price {}: no server size given (e.g. 4:4,8:8)", text));
+  std::sort(prices.begin(), prices.end(), [](const ServerPrice& a, const ServerPrice& b) { return a.gpus < b.gpus; });
+  return prices;
+}
+
+void apply_gpu_ladder_options(const RawOptions& o, ScaleConfig& scale) {
+  scale.gpu_ladder = !o.no_gpu_ladder;
+  if (!o.steps.empty()) {
+    const bool digits = o.steps.find_first_not_of("0123456789") == std::string::npos && o.steps.size() < 16;
+    if (!digits || std::stoll(o.steps) < 1)
+      throw UsageError(fmt::format("--steps {}: must be a whole number of steps, 1 or more", o.steps));
+    scale.steps = std::stoll(o.steps);
+  }
+  if (!o.server_prices.empty()) scale.server_prices = parse_server_prices(o.server_prices);
+  for (const auto& [flag, used] :
+       {std::pair{"--steps", !o.steps.empty()}, std::pair{"--price", !o.server_prices.empty()}}) {
+    if (!used) continue;
+    if (o.no_gpu_ladder) throw UsageError(fmt::format("{}: prices the GPU ladder, which --no-gpu-ladder skips", flag));
+    if (scale.grad_bytes == 0)
+      throw UsageError(
+          fmt::format("{}: the job needs the training projection (--grad-bytes or --params, and --compute-ms)", flag));
+  }
+  if (!scale.server_prices.empty() && !scale.steps)
+    throw UsageError("--price: the cost per job needs the job length (--steps N)");
+}
+
 void apply_pair_options(const RawOptions& o, PairConfig& pairs) {
   if (!o.pair_bytes.empty()) pairs.bytes = size_value("--pair-bytes", o.pair_bytes);
   if (!o.pair_small_bytes.empty()) pairs.small_bytes = size_value("--pair-small-bytes", o.pair_small_bytes);
@@ -843,6 +908,7 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   c.measure_topology = !o.no_measure;
   apply_scale_options(o, c.scale);
   apply_model_parallel_options(cmd, o, command, c);
+  apply_gpu_ladder_options(o, c.scale);
   apply_pair_options(o, c.pairs);
   if (command == Command::p2p) apply_p2p_options(cmd, o, c);
   apply_decision_options(o, c.report);

@@ -14,6 +14,8 @@ std::string_view name(Phase phase) {
       return "sweep";
     case Phase::ladder:
       return "ladder";
+    case Phase::gpu_ladder:
+      return "gpu_ladder";
     case Phase::pairs:
       return "pairs";
   }
@@ -23,6 +25,7 @@ std::string_view name(Phase phase) {
 double Budget::weight(Phase phase) {
   switch (phase) {
     case Phase::health:
+    case Phase::gpu_ladder:
       return 1.0;
     case Phase::sweep:
       return 4.0;

@@ -151,6 +151,7 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   doc["records"] = to_value(result.records);
   if (result.topology) doc["topology"] = topology_to_json(*result.topology);
   if (result.scaling) doc["scaling"] = scaling_to_json(*result.scaling);
+  if (result.gpu_ladder) doc["gpu_ladder"] = to_value(*result.gpu_ladder);
   if (result.p2p_sweep) doc["p2p_sweep"] = to_value(*result.p2p_sweep);
   if (result.pairs) doc["pairs"] = pairs_to_json(*result.pairs);
   if (result.pairs || result.health) doc["findings"] = to_value(result.findings);
@@ -175,6 +176,7 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   r.records = read<std::vector<SweepRecord>>(doc.at("records"), "records");
   if (const auto t = doc.find("topology"); t != doc.end()) r.topology = topology_from_json(*t);
   if (const auto s = doc.find("scaling"); s != doc.end()) r.scaling = scaling_from_json(*s);
+  if (const auto g = doc.find("gpu_ladder"); g != doc.end()) r.gpu_ladder = read<GpuLadderResult>(*g, "gpu_ladder");
   if (const auto p = doc.find("p2p_sweep"); p != doc.end()) r.p2p_sweep = read<P2PSweepResult>(*p, "p2p_sweep");
   if (const auto p = doc.find("pairs"); p != doc.end()) r.pairs = pairs_from_json(*p);
   if (const auto f = doc.find("findings"); f != doc.end()) r.findings = read<std::vector<Finding>>(*f, "findings");

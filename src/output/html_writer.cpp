@@ -279,6 +279,109 @@ void ladder_chart(const Report& report, const LadderChart& chart, std::ostream& 
       esc(run.path));
 }
 
+// The GPU-count ladder of one run: its levels as a table, and one chart of
+// job time (or step time without --steps) and cost per job against the GPU
+// count, on the closest (or only) set of each count; the cost on its own
+// axis at the right.
+void gpu_ladder_section(const ReportRun& run, std::size_t index, std::ostream& out) {
+  const GpuLadderResult& g = *run.result.gpu_ladder;
+  out << fmt::format("<h3>{}</h3>\n<p>{} GPUs per node; {}.</p>\n", esc(run.path), g.gpus_per_node,
+                     g.from_topology ? "sets from the GPU link matrix" : esc(g.note));
+  out << "<table class=\"gpu-ladder\"><tr><th class=\"l\">op</th><th>size</th><th>GPUs</th><th class=\"l\">set</th>"
+         "<th class=\"l\">path</th><th>busbw median (GB/s)</th><th>efficiency vs pair</th></tr>\n";
+  for (const GpuLevelResult& l : g.levels)
+    out << fmt::format(
+        "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td>{:.3f}"
+        "</td><td>{}</td></tr>\n",
+        name(l.op), esc(format_size(l.bytes)), l.gpus, name(l.choice), esc(l.path), l.busbw_median_gbs,
+        l.efficiency ? fmt::format("{:.0f}%", *l.efficiency * 100) : "-");
+  out << "</table>\n";
+  struct Point {
+    int gpus;
+    double time;
+    std::optional<double> cost;
+  };
+  std::vector<Point> points;
+  for (const GpuProjectionPoint& p : g.projection) {
+    if (p.choice == GpuSetChoice::spread) continue;
+    std::optional<double> cost = p.cost_per_job;
+    for (const ServerCost& s : g.servers)
+      if (s.gpus == p.gpus) cost = s.cost_per_job;
+    if (!g.servers.empty() &&
+        std::none_of(g.servers.begin(), g.servers.end(), [&p](const ServerCost& s) { return s.gpus == p.gpus; }))
+      cost.reset();
+    points.push_back({p.gpus, p.job_hours.value_or(p.step_ms), cost});
+  }
+  if (points.empty()) return;
+  const bool hours = g.steps.has_value();
+  double tmax = 0;
+  double cmax = 0;
+  bool any_cost = false;
+  for (const Point& p : points) {
+    tmax = std::max(tmax, p.time);
+    if (p.cost) {
+      cmax = std::max(cmax, *p.cost);
+      any_cost = true;
+    }
+  }
+  const int W = 720, L = 62, R = any_cost ? 62 : 20, T = 14, B = 44, H = 280;
+  out << fmt::format(
+      "<figure class=\"chart gpu-ladder-chart\" id=\"gpu-ladder-{0}\"><div class=\"chart-title\">{1}{2} against "
+      "GPU count</div>\n<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{3}\" height=\"{4}\" viewBox=\"0 0 {3} "
+      "{4}\" role=\"img\" aria-label=\"job time and cost per job against GPU count\">\n",
+      index, hours ? "Job time" : "Step time", any_cost ? " and cost per job" : "", W, H);
+  out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
+                     W - L - R, H - T - B);
+  const double ttop = y_axis(tmax * 1.12, L, W - R, T, H - B, out);
+  double ctop = 1;
+  if (any_cost) {
+    const std::vector<double> ticks = nice_ticks(cmax * 1.12);
+    ctop = ticks.back();
+    for (const double t : ticks)
+      out << fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" fill=\"{}\">{}</text>\n", W - R + 4,
+                         H - B - t / ctop * (H - T - B) + 3, palette(1), tick_text(t));
+    out << fmt::format(
+        "<text class=\"axis-title\" x=\"{0}\" y=\"{1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"{2}\" "
+        "transform=\"rotate(90 {0} {1})\">cost per job</text>\n",
+        W - 8, (T + H - B) / 2, palette(1));
+  }
+  const double slot = static_cast<double>(W - L - R) / static_cast<double>(points.size());
+  const auto px = [&](std::size_t i) { return L + slot * (static_cast<double>(i) + 0.5); };
+  const auto py = [&](double v, double top) { return H - B - v / top * (H - T - B); };
+  for (std::size_t i = 0; i < points.size(); ++i)
+    out << fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n", px(i),
+                       H - B + 16, points[i].gpus);
+  axis_titles("GPUs (the closest set of each count)", hours ? "job time (h)" : "step time (ms)", L, W - R, T, H - B, H,
+              out);
+  std::string line;
+  for (std::size_t i = 0; i < points.size(); ++i)
+    line += fmt::format("{}{:.1f},{:.1f}", i == 0 ? "" : " ", px(i), py(points[i].time, ttop));
+  out << fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", palette(0), line);
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    out << fmt::format(
+        "<circle class=\"time\" cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"3.5\" fill=\"{}\"><title>{} GPUs: {} {}</title>"
+        "</circle>\n",
+        px(i), py(points[i].time, ttop), palette(0), points[i].gpus, num(points[i].time), hours ? "h" : "ms");
+    if (!points[i].cost) continue;
+    const double y = py(*points[i].cost, ctop);
+    out << fmt::format(
+        "<rect class=\"cost\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"8\" height=\"8\" fill=\"{}\"><title>{} GPUs: {} per "
+        "job</title></rect>\n",
+        px(i) - 4, y - 4, palette(1), points[i].gpus, num(*points[i].cost));
+  }
+  out << "</svg>\n<ul class=\"legend\">\n";
+  out << fmt::format("<li><span class=\"swatch\" style=\"background:{}\"></span>{}</li>\n", palette(0),
+                     hours ? fmt::format("job time for {} steps (h)", *g.steps) : std::string("step time (ms)"));
+  if (any_cost)
+    out << fmt::format("<li><span class=\"swatch bar\" style=\"background:{}\"></span>cost per job{}</li>\n",
+                       palette(1),
+                       g.servers.empty() ? " (GPUs x price per GPU-hour)" : " (the server's price per hour)");
+  out << "</ul>\n<figcaption>";
+  if (g.cheapest_gpus) out << fmt::format("Cheapest per job: {} GPUs. ", *g.cheapest_gpus);
+  if (g.fastest_gpus) out << fmt::format("Fastest: {} GPUs.", *g.fastest_gpus);
+  out << "</figcaption></figure>\n";
+}
+
 // Red (bad) through yellow to green (at the median or better).
 std::string heat_colour(double rel) {
   rel = std::clamp(rel, 0.0, 1.0);
@@ -569,6 +672,13 @@ void write_report_html(const Report& report, std::ostream& out) {
   if (any_ladder) {
     out << "<section id=\"ladder\">\n<h2>Scaling ladder</h2>\n";
     for (const LadderChart& chart : report.ladder_charts) ladder_chart(report, chart, out);
+    out << "</section>\n";
+  }
+  if (std::any_of(report.runs.begin(), report.runs.end(),
+                  [](const ReportRun& run) { return run.result.gpu_ladder.has_value(); })) {
+    out << "<section id=\"gpu-ladder\">\n<h2>GPU-count ladder inside a node</h2>\n";
+    for (std::size_t i = 0; i < report.runs.size(); ++i)
+      if (report.runs[i].result.gpu_ladder) gpu_ladder_section(report.runs[i], i, out);
     out << "</section>\n";
   }
   if (any_pairs) {

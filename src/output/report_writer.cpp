@@ -97,6 +97,7 @@ void write_report_text(const Report& report, std::ostream& out) {
     if (!r.records.empty()) table.summary(r);
     if (r.scaling) write_ladder(*r.scaling, out);
     if (r.health) write_health(*r.health, out);
+    if (r.gpu_ladder) write_gpu_ladder(*r.gpu_ladder, out);
     if (r.pairs) write_pairs(*r.pairs, r.findings, out);
     if (r.budget) write_budget(*r.budget, r.duration_s, out);
     if (r.model_parallel) write_model_parallel(*r.model_parallel, out);

@@ -106,7 +106,7 @@ class Sweep(unittest.TestCase):
                 self.assertAlmostEqual(r["busbw_gbs"], r["algbw_gbs"] * factor(r["op"], n), places=9)
 
     def test_no_subcommand_runs_the_suite(self):
-        proc = mpirun(2, "--sizes", "1K", "--iters", "2", "--json", self.json)
+        proc = mpirun(2, "--sizes", "1K", "--iters", "2", "--scale-bytes", "64K", "--json", self.json)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
 

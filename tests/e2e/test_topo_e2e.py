@@ -73,7 +73,8 @@ class Topo(unittest.TestCase):
         validate(self, self.json)
 
     def test_run_has_a_topology_section(self):
-        proc = mpirun(2, "run", "--sizes", "1K", "--iters", "2", "--no-measure", "--json", self.json)
+        proc = mpirun(2, "run", "--sizes", "1K", "--iters", "2", "--scale-bytes", "64K", "--no-measure",
+                      "--json", self.json)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("# topology:", proc.stdout)
         validate(self, self.json)

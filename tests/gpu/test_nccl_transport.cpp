@@ -14,7 +14,9 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include "fabricbench/comm/layout.hpp"
 #include "fabricbench/comm/local_comm.hpp"
+#include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/transport/cuda/gpu_wait.hpp"
 #include "fabricbench/transport/cuda/kernels.hpp"
@@ -84,6 +86,47 @@ TEST(NcclTransport, EveryOpOnEveryVisibleGpu) {
   if (n < 2) GTEST_SKIP() << "one GPU visible";
   std::vector<Comm> group = make_thread_comms(n, 120s);
   check_all(group);
+}
+
+// The GPU-count ladder on every visible GPU, one thread each as one node's
+// ranks: each row's sets split by ncclCommSplit, the idle GPUs with no
+// colour, every set's data checked.
+TEST(NcclTransport, GpuLadderOnEveryVisibleGpu) {
+  const int n = visible();
+  if (n < 2) GTEST_SKIP() << "one GPU visible";
+  std::vector<Comm> group = make_thread_comms(n, 120s);
+  std::vector<std::string> failures(group.size());
+  GpuLadderResult lead;
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        NcclOptions options;
+        options.device = r;
+        options.timeout = 60s;
+        const Comm& comm = group[static_cast<std::size_t>(r)];
+        NcclTransport t(comm, options);
+        RunConfig config;
+        config.iterations.fixed_iters = 3;
+        config.iterations.warmup = 1;
+        config.scale.bytes = std::size_t{1} << 20;
+        GpuLadderResult g = run_gpu_ladder(config, t, comm, discover_layout(comm), {LinkMatrix{}});
+        if (r == 0) lead = std::move(g);
+      } catch (const std::exception& e) {
+        failures[static_cast<std::size_t>(r)] = e.what();
+        fail_group(group[static_cast<std::size_t>(r)], e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& f : failures) EXPECT_EQ(f, "");
+  EXPECT_EQ(lead.gpus_per_node, n);
+  EXPECT_EQ(lead.levels.size(), gpu_ladder_sizes(n, {}).size() * 2);  // allreduce and allgather
+  for (const GpuLevelResult& l : lead.levels) {
+    ASSERT_EQ(l.sets.size(), 1U);
+    EXPECT_EQ(l.sets[0].wrong, 0U);
+    EXPECT_GT(l.sets[0].busbw_gbs, 0.0);
+  }
 }
 
 TEST(NcclTransport, DeviceFillEqualsHostPatternByteForByte) {

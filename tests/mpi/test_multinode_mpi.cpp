@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "fabricbench/engine/model_parallel.hpp"
+#include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/transport/mpi/mpi_transport.hpp"
 
@@ -102,6 +103,80 @@ TEST(MultinodeMpi, TensorParallelGroupsMeasureTheActivationAllReduce) {
     EXPECT_DOUBLE_EQ(mp.projection->tp_comm_ms, 4 * 4 * mp.tp_allreduce->time_us / 1e3);
     EXPECT_DOUBLE_EQ(mp.projection->step_ms, 10.0 / tp + mp.projection->tp_comm_ms);
   }
+}
+
+// Local ranks stand in for the GPUs of one node. Without a link matrix the
+// sets are the first k ranks, and the result says so.
+TEST(MultinodeMpi, GpuLadderInRankOrderWithoutATopology) {
+  const Comm world = Comm::world();
+  MpiTransport transport(world);
+  const Layout layout = discover_layout(world);
+  RunConfig config = small_config();
+  config.scale.grad_bytes = 32 * 1024;
+  config.scale.compute_ms = 10;
+  config.scale.steps = 100;
+  config.report.price_per_gpu_hour = 2.0;
+  const GpuLadderResult g = run_gpu_ladder(config, transport, world, layout, {LinkMatrix{}});
+  if (world.rank() != 0) return;
+  const std::vector<int> sizes = gpu_ladder_sizes(world.size(), {});
+  EXPECT_EQ(g.gpus_per_node, world.size());
+  EXPECT_FALSE(g.from_topology);
+  EXPECT_NE(g.note.find("rank order"), std::string::npos);
+  ASSERT_EQ(g.levels.size(), sizes.size() * 3);  // allreduce, allgather at 64 KiB; allreduce at 32 KiB
+  for (std::size_t i = 0; i < g.levels.size(); ++i) {
+    const GpuLevelResult& l = g.levels[i];
+    EXPECT_EQ(l.gpus, sizes[i / 3]);
+    EXPECT_EQ(l.choice, GpuSetChoice::rank_order);
+    ASSERT_EQ(l.sets.size(), 1U);
+    std::vector<int> first(static_cast<std::size_t>(l.gpus));
+    for (int r = 0; r < l.gpus; ++r) first[static_cast<std::size_t>(r)] = r;
+    EXPECT_EQ(l.sets[0].gpus, first);
+    EXPECT_EQ(l.sets[0].wrong, 0U);
+    EXPECT_GT(l.sets[0].busbw_gbs, 0.0);
+    EXPECT_GT(l.sets[0].time_us, 0.0);
+  }
+  ASSERT_EQ(g.projection.size(), sizes.size() + 1);
+  EXPECT_EQ(g.projection[0].gpus, 1);
+  EXPECT_DOUBLE_EQ(g.projection[0].step_ms, 10.0);
+  for (const GpuProjectionPoint& p : g.projection) {
+    ASSERT_TRUE(p.cost_per_job);
+    EXPECT_DOUBLE_EQ(*p.job_hours, 100 * p.step_ms / 3.6e6);
+    EXPECT_DOUBLE_EQ(*p.cost_per_job, *p.job_hours * p.gpus * 2.0);
+  }
+  EXPECT_TRUE(g.cheapest_gpus);
+  EXPECT_TRUE(g.fastest_gpus);
+}
+
+// Four local ranks as a recorded PCIe server (GPUs 0,1 and 2,3 under two
+// switches on two sockets): the closest pair, the spread pair, the node.
+TEST(MultinodeMpi, GpuLadderClosestAndSpreadFromARecordedMatrix) {
+  const Comm world = Comm::world();
+  if (world.size() != 4) GTEST_SKIP() << "needs 4 ranks";
+  MpiTransport transport(world);
+  const Layout layout = discover_layout(world);
+  RunConfig config = small_config();
+  config.scale.ops = {Op::allreduce};
+  const LinkMatrix pcie{
+      {"X", "PIX", "SYS", "SYS"}, {"PIX", "X", "SYS", "SYS"}, {"SYS", "SYS", "X", "PIX"}, {"SYS", "SYS", "PIX", "X"}};
+  const GpuLadderResult g = run_gpu_ladder(config, transport, world, layout, {pcie});
+  if (world.rank() != 0) return;
+  EXPECT_TRUE(g.from_topology);
+  ASSERT_EQ(g.levels.size(), 3U);
+  EXPECT_EQ(gpu_level_label(g.levels[0].gpus, g.levels[0].choice), "2 GPUs closest");
+  EXPECT_EQ(g.levels[0].sets.at(0).gpus, (std::vector<int>{0, 1}));
+  EXPECT_EQ(g.levels[0].path, "PIX");
+  EXPECT_EQ(gpu_level_label(g.levels[1].gpus, g.levels[1].choice), "2 GPUs spread");
+  EXPECT_EQ(g.levels[1].sets.at(0).gpus, (std::vector<int>{0, 2}));
+  EXPECT_EQ(g.levels[1].path, "SYS");
+  EXPECT_EQ(gpu_level_label(g.levels[2].gpus, g.levels[2].choice), "4 GPUs any");
+  EXPECT_EQ(g.levels[2].path, "SYS");
+  for (const GpuLevelResult& l : g.levels) {
+    EXPECT_EQ(l.sets.at(0).wrong, 0U);
+    EXPECT_GT(l.busbw_median_gbs, 0.0);
+    ASSERT_TRUE(l.efficiency);
+  }
+  EXPECT_DOUBLE_EQ(*g.levels[0].efficiency, 1.0);
+  EXPECT_FALSE(g.projection_input);
 }
 
 TEST(MultinodeMpi, LadderBytesRespectTheMemoryCap) {

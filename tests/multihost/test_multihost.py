@@ -157,6 +157,14 @@ class MultiHost(unittest.TestCase):
         self.assertEqual([p["gpus"] for p in points], [2, 4, 8])
         for p in points:
             self.assertAlmostEqual(p["efficiency"], p["speedup"] / p["gpus"], places=9)
+        # Inside each host: its 2 ranks as a 2-GPU node, every host at once.
+        self.assertIn("# GPU-count ladder inside each node (2 GPUs per node", proc.stdout)
+        ladder = doc["gpu_ladder"]
+        for level in ladder["levels"]:
+            self.assertEqual(level["gpus"], 2)
+            self.assertEqual([s["host"] for s in level["sets"]], HOSTS)
+            self.assertTrue(all(s["wrong"] == 0 and s["busbw_gbs"] > 0 for s in level["sets"]))
+        self.assertEqual([p["gpus"] for p in ladder["projection"]], [1, 2])
 
     # The smoke profile's budget: the whole run ends within it. The margin
     # covers what lies outside the tool's clock (mpirun starting 8 processes

@@ -90,6 +90,26 @@ RunResult fully_populated() {
   s.projection.push_back({2, 2, 1, 101, 1.98, 0.99});
   r.scaling = s;
 
+  GpuLadderResult gl;
+  gl.gpus_per_node = 2;
+  gl.bytes = 1024;
+  gl.from_topology = true;
+  gl.note = "a note";
+  GpuLevelResult gpu_level;
+  gpu_level.gpus = 2;
+  gpu_level.choice = GpuSetChoice::closest;
+  gpu_level.bytes = 1024;
+  gpu_level.path = "NV12";
+  gpu_level.sets.push_back({0, "a", {0, 1}, "NV12", 10, 0.2, 0});
+  gpu_level.busbw_min_gbs = 0.2;
+  gpu_level.busbw_median_gbs = 0.2;
+  gpu_level.efficiency = 1;
+  gl.levels.push_back(gpu_level);
+  gl.projection_input = ProjectionInput{1024, 100, 0.5, false};
+  gl.projection.push_back({2, GpuSetChoice::closest, 1, 101, 1.98, 0.99, std::nullopt, std::nullopt});
+  price_gpu_ladder(gl, 1000, 2.0, {{2, 5.0}, {4, 9.0}});
+  r.gpu_ladder = gl;
+
   PairsResult p;
   p.bytes = 1024;
   p.small_bytes = 8;

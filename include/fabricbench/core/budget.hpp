@@ -22,7 +22,7 @@ inline constexpr double unlimited_seconds = std::numeric_limits<double>::infinit
 // The phases that spend the budget, in the order they run. Start-up and the
 // topology probe come before and are not shared out: they are short and
 // bounded by the probe itself.
-enum class Phase { health, sweep, ladder, pairs };
+enum class Phase { health, sweep, ladder, gpu_ladder, pairs };
 std::string_view name(Phase phase);
 
 // Something the budget took away: a point, level or round skipped, or
@@ -64,7 +64,7 @@ class Budget {
   [[nodiscard]] double share_s(Phase phase, const std::vector<Phase>& later,
                                SteadyClock::time_point now = SteadyClock::now()) const;
 
-  // The weights: health 1, sweep 4, ladder 2, pairs 2, reserve 1.
+  // The weights: health 1, sweep 4, ladder 2, GPU ladder 1, pairs 2, reserve 1.
   static double weight(Phase phase);
   static constexpr double reserve_weight = 1.0;
 

@@ -3,6 +3,7 @@
 // passed down. No globals.
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
@@ -35,6 +36,12 @@ struct IterationPolicy {
   double max_time_ms = 100.0;
 };
 
+// A server size and its price per hour (--price GPUS:PRICE,...).
+struct ServerPrice {
+  int gpus = 0;
+  double per_hour = 0;
+};
+
 // The scaling ladder (`scale`, part of `run` on several nodes).
 struct ScaleConfig {
   std::vector<Op> ops{Op::allreduce, Op::allgather};
@@ -49,6 +56,11 @@ struct ScaleConfig {
   double compute_ms = 0;
   double overlap = 0;
   bool sharded = false;
+  // The GPU-count ladder inside each node (`run` and `scale` with several
+  // ranks per node), and the job its projection prices.
+  bool gpu_ladder = true;
+  std::optional<std::int64_t> steps;       // --steps: training steps per job
+  std::vector<ServerPrice> server_prices;  // --price: per server size, ascending
 };
 
 // Projected model-parallel training (`run`, `scale`): tensor parallel within

@@ -13,6 +13,7 @@
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/core/types.hpp"
 #include "fabricbench/engine/model_parallel.hpp"
+#include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/scaling.hpp"
@@ -70,6 +71,7 @@ struct RunResult {
   RunInfo run;
   std::vector<SweepRecord> records;
   std::optional<ScaleResult> scaling;       // the ladder, when it ran
+  std::optional<GpuLadderResult> gpu_ladder;  // the GPU-count ladder inside each node, when it ran
   std::optional<PairsResult> pairs;         // the pair matrix, when it ran
   std::optional<P2PSweepResult> p2p_sweep;  // p2p --sweep: the OSU tests between two ranks
   std::vector<Finding> findings;            // slow nodes and links from the pair matrix
@@ -97,6 +99,9 @@ inline std::uint64_t wrong_elements(const RunResult& result) {
   if (result.scaling)
     for (const LevelResult& l : result.scaling->levels)
       for (const GroupResult& g : l.groups) add(g.wrong);
+  if (result.gpu_ladder)
+    for (const GpuLevelResult& l : result.gpu_ladder->levels)
+      for (const GpuSetResult& s : l.sets) add(s.wrong);
   if (result.pairs) add(result.pairs->wrong);
   return std::max(parts, result.wrong_total);
 }

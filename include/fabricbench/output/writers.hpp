@@ -19,6 +19,8 @@ void write_csv(const RunResult& result, std::ostream& out);
 
 // The ladder, the pair matrix and the findings as terminal tables.
 void write_ladder(const ScaleResult& scaling, std::ostream& out);
+// The GPU-count ladder inside each node, its projection and job costs.
+void write_gpu_ladder(const GpuLadderResult& ladder, std::ostream& out);
 void write_pairs(const PairsResult& pairs, const std::vector<Finding>& findings, std::ostream& out);
 
 // The model-parallel projection (--tp, --pp) as terminal lines.

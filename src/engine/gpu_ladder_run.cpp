@@ -1,0 +1,212 @@
+// Running the GPU-count ladder: rank 0 plans, every rank learns its sets,
+// then each row's sets (one per node) are split from the world and run at
+// once, as the node ladder runs its groups.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/error.hpp"
+#include "fabricbench/core/sizes.hpp"
+#include "fabricbench/engine/gpu_ladder.hpp"
+#include "fabricbench/engine/multinode.hpp"
+#include "fabricbench/engine/sweep.hpp"
+
+namespace fabricbench {
+namespace {
+
+constexpr DType ladder_dtype = DType::float32;
+
+// The plan on the wire: per row, the GPU count, the choice, then per node
+// the member count and the members. Every rank decodes the same rows.
+std::string encode(const GpuLadderPlan& plan) {
+  std::vector<int> v{plan.from_topology ? 1 : 0, static_cast<int>(plan.rows.size())};
+  for (const auto& row : plan.rows) {
+    v.push_back(row.front().gpus);
+    v.push_back(static_cast<int>(row.front().choice));
+    v.push_back(static_cast<int>(row.size()));
+    for (const GpuSetPlan& s : row) {
+      v.push_back(static_cast<int>(s.members.size()));
+      v.insert(v.end(), s.members.begin(), s.members.end());
+    }
+  }
+  std::string bytes(v.size() * sizeof(int), '\0');
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  return bytes;
+}
+
+GpuLadderPlan decode(const std::string& bytes, const std::string& note) {
+  std::vector<int> v(bytes.size() / sizeof(int));
+  std::memcpy(v.data(), bytes.data(), v.size() * sizeof(int));
+  std::size_t at = 0;
+  const auto next = [&]() {
+    if (at >= v.size()) throw Error("GPU ladder: the plan sent by rank 0 is cut short");
+    return v[at++];
+  };
+  GpuLadderPlan plan;
+  plan.from_topology = next() != 0;
+  plan.note = note;
+  const int rows = next();
+  for (int r = 0; r < rows; ++r) {
+    const int gpus = next();
+    const auto choice = static_cast<GpuSetChoice>(next());
+    const int nodes = next();
+    std::vector<GpuSetPlan> row;
+    for (int n = 0; n < nodes; ++n) {
+      GpuSetPlan s{gpus, choice, {}, ""};
+      const int members = next();
+      for (int m = 0; m < members; ++m) s.members.push_back(next());
+      row.push_back(std::move(s));
+    }
+    plan.rows.push_back(std::move(row));
+  }
+  return plan;
+}
+
+struct Job {
+  Op op;
+  std::size_t bytes;
+};
+
+std::vector<Job> gpu_ladder_jobs(const ScaleConfig& scale, std::size_t bytes) {
+  std::vector<Job> jobs;
+  const auto add = [&jobs](Op op, std::size_t b) {
+    b = b / element_size(ladder_dtype) * element_size(ladder_dtype);
+    if (b == 0) return;
+    for (const Job& j : jobs)
+      if (j.op == op && j.bytes == b) return;
+    jobs.push_back({op, b});
+  };
+  for (const Op op : scale.ops) add(op, bytes);
+  if (scale.grad_bytes > 0) {
+    if (scale.sharded) {
+      add(Op::reducescatter, scale.grad_bytes);
+      add(Op::allgather, scale.grad_bytes);
+    } else {
+      add(Op::allreduce, scale.grad_bytes);
+    }
+  }
+  return jobs;
+}
+
+// What a set's first rank reports, gathered to every rank.
+struct SetLine {
+  bool speaks = false;
+  int node = -1;
+  double time_us = 0;
+  double busbw_gbs = 0;
+  std::uint64_t wrong = 0;
+  bool cut = false;  // measured with fewer iterations than asked (the budget)
+};
+
+}  // namespace
+
+GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                               const std::vector<LinkMatrix>& matrices, const PhaseLimit& limit) {
+  const Window phase(limit.seconds);
+  const int rpn = uniform_ranks_per_node(layout);
+  const bool lead = world.rank() == 0;
+  std::vector<int> extra;
+  for (const ServerPrice& s : config.scale.server_prices) extra.push_back(s.gpus);
+
+  GpuLadderPlan full;
+  if (lead) {
+    std::vector<LinkMatrix> per_node = matrices;
+    per_node.resize(static_cast<std::size_t>(layout.nodes));
+    full = plan_gpu_ladder(per_node, rpn, extra);
+  }
+  const std::string note = world.broadcast_bytes(lead ? full.note : std::string(), 0);
+  const GpuLadderPlan plan = decode(world.broadcast_bytes(lead ? encode(full) : std::string(), 0), note);
+
+  GpuLadderResult result;
+  result.gpus_per_node = rpn;
+  result.bytes = ladder_bytes(config.scale);
+  result.from_topology = plan.from_topology;
+  result.note = plan.note;
+  const std::vector<Job> jobs = gpu_ladder_jobs(config.scale, result.bytes);
+  std::size_t measurements_left = plan.rows.size() * jobs.size();
+
+  for (std::size_t r = 0; r < plan.rows.size(); ++r) {
+    const auto& row = plan.rows[r];
+    const std::vector<int>& mine = row[static_cast<std::size_t>(layout.node)].members;
+    const auto at = std::find(mine.begin(), mine.end(), layout.local_rank);
+    const int color = at == mine.end() ? -1 : layout.node;
+    const int key = at == mine.end() ? 0 : static_cast<int>(at - mine.begin());
+    const Comm group = world.split(color, key);
+    const std::unique_ptr<Transport> sub = transport.split(group, color, key);
+    for (const Job& job : jobs) {
+      // Rank 0 gives this row an even part of what is left of the phase,
+      // or none (-1) once it is spent; every rank follows.
+      double share = unlimited_seconds;
+      if (lead && std::isfinite(limit.seconds))
+        share = phase.left_s() > 0 ? phase.left_s() / static_cast<double>(std::max<std::size_t>(measurements_left, 1))
+                                   : -1.0;
+      share = world.broadcast_value(share, 0);
+      --measurements_left;
+      SetLine line;
+      const Counts counts = counts_for(job.op, ladder_dtype, job.bytes, group.empty() ? 1 : group.size());
+      if (sub && counts.param > 0 && share >= 0) {
+        const OpSpec spec{job.op, ladder_dtype, RedOp::sum, Placement::out_of_place, 0, counts};
+        sub->prepare(spec);
+        const Measurement m = measure_op(config, *sub, group, spec, share);
+        if (group.rank() == 0 && !m.skipped)
+          line = SetLine{true, layout.node, m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0), m.cut};
+      }
+      std::vector<SetLine> lines = world.allgather_value(line);
+      if (!lead) continue;
+      const bool none = std::none_of(lines.begin(), lines.end(), [](const SetLine& l) { return l.speaks; });
+      const bool fewer = std::any_of(lines.begin(), lines.end(), [](const SetLine& l) { return l.cut; });
+      if (limit.cuts != nullptr && counts.param > 0 && (none || fewer))
+        limit.cuts->push_back(Cut{Phase::gpu_ladder,
+                                  fmt::format("{} {} {}", gpu_level_label(row.front().gpus, row.front().choice),
+                                              name(job.op), format_size(counts.bytes)),
+                                  none ? "skipped" : "fewer iterations"});
+      if (none) continue;
+      GpuLevelResult level;
+      level.gpus = row.front().gpus;
+      level.choice = row.front().choice;
+      level.op = job.op;
+      level.bytes = counts.bytes;
+      double worst = -1;
+      for (const SetLine& l : lines) {
+        if (!l.speaks) continue;
+        const auto node = static_cast<std::size_t>(l.node);
+        GpuSetResult s;
+        s.node = l.node;
+        s.host = layout.hostnames[node];
+        s.gpus = full.rows[r][node].members;
+        s.path = full.rows[r][node].path;
+        s.time_us = l.time_us;
+        s.busbw_gbs = l.busbw_gbs;
+        s.wrong = l.wrong;
+        const double d = path_distance(s.path).value_or(1e9);
+        if (d > worst) {
+          worst = d;
+          level.path = s.path;
+        }
+        level.sets.push_back(std::move(s));
+      }
+      std::sort(level.sets.begin(), level.sets.end(),
+                [](const GpuSetResult& a, const GpuSetResult& b) { return a.node < b.node; });
+      result.levels.push_back(std::move(level));
+    }
+  }
+  if (lead) {
+    analyze_gpu_ladder(result.levels);
+    if (config.scale.grad_bytes > 0) {
+      ProjectionInput input;
+      input.grad_bytes = config.scale.grad_bytes / element_size(ladder_dtype) * element_size(ladder_dtype);
+      input.compute_ms = config.scale.compute_ms;
+      input.overlap = config.scale.overlap;
+      input.sharded = config.scale.sharded;
+      result.projection_input = input;
+      result.projection = project_gpu_levels(input, result.levels);
+      price_gpu_ladder(result, config.scale.steps, config.report.price_per_gpu_hour, config.scale.server_prices);
+    }
+  }
+  return result;
+}
+
+}  // namespace fabricbench
