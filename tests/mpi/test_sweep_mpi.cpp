@@ -26,6 +26,7 @@ class LoggingTransport final : public Transport {
   void run_once(const OpSpec& s) override { inner_.run_once(s); }
   std::uint64_t verify(const OpSpec& s) override { return inner_.verify(s); }
   void barrier() override { inner_.barrier(); }
+  AlgorithmChoice capture_choice(const OpSpec& s) override { return inner_.capture_choice(s); }
   double time_p2p(const P2PSpec& s, int iters) override { return inner_.time_p2p(s, iters); }
   std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override {
     return inner_.split(sub, color, key);

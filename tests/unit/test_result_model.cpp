@@ -63,9 +63,13 @@ RunResult fully_populated() {
   measured.count = 256;
   measured.ranks = 2;
   measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, false, 0};
+  measured.choice = AlgorithmChoice{"RING", "LL128", ""};
+  measured.nic_wire = NicWireRate{0.0128, "ring", 8};
   r.records.push_back(measured);
   SweepRecord skipped = measured;
   skipped.timing.reset();
+  skipped.choice.reset();
+  skipped.nic_wire.reset();
   skipped.skipped = "too small";
   r.records.push_back(skipped);
 

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "fabricbench/core/types.hpp"
+#include "fabricbench/engine/wire_rate.hpp"
+#include "fabricbench/transport/algorithm_choice.hpp"
 
 namespace fabricbench {
 
@@ -41,6 +43,11 @@ struct SweepRecord {
   int ranks = 0;                 // ranks in the group that ran it
   std::optional<Timing> timing;  // nullopt when skipped
   std::string skipped;           // why, when skipped
+  // What the library chose at this point (NCCL's algorithm and protocol), or
+  // why that is not known; measured points only.
+  std::optional<AlgorithmChoice> choice;
+  // Multi-node all-reduce: what each NIC carried (engine/wire_rate.hpp).
+  std::optional<NicWireRate> nic_wire;
 };
 
 }  // namespace fabricbench
