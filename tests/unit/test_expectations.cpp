@@ -2,16 +2,20 @@
 // message size; the verdict names the entry it used; the NIC wire rate of a
 // multi-node all-reduce against hand-computed values.
 
+#include <sstream>
 #include <string>
 #include <vector>
 
 #include <gtest/gtest.h>
 
+#include "fabricbench/analysis/report.hpp"
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/engine/wire_rate.hpp"
 #include "fabricbench/model/reader.hpp"
+#include "fabricbench/output/printer.hpp"
+#include "fabricbench/output/report_writers.hpp"
 
 namespace fabricbench {
 namespace {
@@ -212,6 +216,47 @@ TEST(NicWireRate, FilledForMultiNodeAllReduceOnly) {
   EXPECT_FALSE(out[1].nic_wire);
   EXPECT_FALSE(out[2].nic_wire);
   EXPECT_FALSE(with_nic_wire(std::vector<SweepRecord>{ar}, 1, 8)[0].nic_wire);
+}
+
+// The choice and the wire rate reach the table, the report text and the HTML.
+TEST(AlgorithmInOutput, TableReportAndHtmlShowTheChoiceAndTheWireRate) {
+  RunResult r = run_with(2, 4 * GiB, 370, "RING");
+  SweepRecord sr = r.records.front();
+  sr.op = Op::sendrecv;
+  sr.nic_wire.reset();
+  sr.choice = point_to_point_choice(Op::sendrecv);
+  r.records.push_back(sr);
+  std::ostringstream table;
+  TablePrinter printer(table);
+  printer.context(RunConfig{}, r.run);  // nccl, 2 nodes
+  printer.point(std::span(r.records).subspan(0, 1));
+  EXPECT_NE(table.str().find("algo/proto  NIC wire"), std::string::npos) << table.str();
+  EXPECT_NE(table.str().find("RING/SIMPLE     46.25"), std::string::npos) << table.str();
+
+  std::vector<ReportRun> runs{{"a.json", r, {}, Level::ok, {}}};
+  const Report report = build_report(std::move(runs), {}, builtin_expectations());
+  std::ostringstream text;
+  write_report_text(report, text);
+  EXPECT_NE(text.str().find("RING/SIMPLE     46.25"), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("(reference h100-2node-8x-ndr400-allreduce-ring, from 1 GiB)"), std::string::npos);
+  std::ostringstream html;
+  write_report_html(report, html);
+  EXPECT_NE(html.str().find("<h2>What NCCL chose</h2>"), std::string::npos);
+  EXPECT_NE(html.str().find("<td class=\"l\">RING</td><td class=\"l\">SIMPLE</td><td>46.25 (ring, 8 NICs per node)"),
+            std::string::npos)
+      << html.str();
+  EXPECT_NE(html.str().find("Other points: sendrecv is point-to-point in NCCL"), std::string::npos);
+
+  // The MPI transport: no column, one line saying why.
+  r.run.transport = "mpi";
+  r.run.nodes = 1;
+  std::ostringstream mpi;
+  TablePrinter mpi_printer(mpi);
+  mpi_printer.context(RunConfig{}, r.run);
+  mpi_printer.point(std::span(r.records).subspan(0, 1));
+  EXPECT_NE(mpi.str().find("# Algorithm: the MPI library's own choice, not visible to fabricbench"), std::string::npos);
+  EXPECT_EQ(mpi.str().find("algo/proto"), std::string::npos);
+  EXPECT_EQ(mpi.str().find("NIC wire"), std::string::npos);
 }
 
 }  // namespace
