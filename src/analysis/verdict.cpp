@@ -58,7 +58,8 @@ Measured measure_figure(const RunResult& result, const Hardware& hw, ReferenceFi
   switch (figure) {
     case ReferenceFigure::allreduce_busbw: {
       m.what = "all-reduce busbw";
-      if (result.run.ranks != result.run.nodes * hw.gpus_per_node) {
+      // Widened: a file's node count may be anything an int holds.
+      if (static_cast<long long>(result.run.ranks) != static_cast<long long>(result.run.nodes) * hw.gpus_per_node) {
         m.why_not = fmt::format(
             "the references are for all GPUs of the nodes ({} per node); this run had {} ranks on {} node{}",
             hw.gpus_per_node, result.run.ranks, result.run.nodes, result.run.nodes == 1 ? "" : "s");
