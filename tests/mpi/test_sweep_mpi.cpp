@@ -78,6 +78,9 @@ TEST(SweepMpi, AdaptiveIterationCountIsIdenticalOnAllRanks) {
       EXPECT_EQ(r.timing->wrong, 0U);
       EXPECT_LE(r.timing->time_min_us, r.timing->time_us);
       EXPECT_GE(r.timing->time_max_us, r.timing->time_us);
+      // Every measured point says what the library chose, or why it cannot.
+      ASSERT_TRUE(r.choice);
+      EXPECT_EQ(*r.choice, mpi_library_choice());
       EXPECT_DOUBLE_EQ(r.timing->busbw_gbs, r.timing->algbw_gbs * busbw_factor(r.op, world.size()));
     }
   } else {
