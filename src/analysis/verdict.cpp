@@ -46,9 +46,11 @@ const SweepRecord* largest_measured(const RunResult& result, Op op) {
 
 struct Measured {
   std::optional<double> value;
-  std::string what;       // "all-reduce busbw"
-  std::string why_not;    // when there is no value
-  std::size_t bytes = 0;  // size measured at, when it matters
+  std::string what;                      // "all-reduce busbw"
+  std::string why_not;                   // when there is no value
+  std::size_t bytes = 0;                 // size measured at, when it matters
+  std::optional<std::string> algorithm;  // NCCL's, when the run recorded it
+  std::optional<NicWireRate> wire;       // multi-node all-reduce
 };
 
 Measured measure_figure(const RunResult& result, const Hardware& hw, ReferenceFigure figure) {
@@ -56,10 +58,11 @@ Measured measure_figure(const RunResult& result, const Hardware& hw, ReferenceFi
   switch (figure) {
     case ReferenceFigure::allreduce_busbw: {
       m.what = "all-reduce busbw";
-      if (result.run.nodes != 1 || result.run.ranks != hw.gpus_per_node) {
-        m.why_not =
-            fmt::format("the reference is for one node with all its {} GPUs; this run had {} ranks on {} node{}",
-                        hw.gpus_per_node, result.run.ranks, result.run.nodes, result.run.nodes == 1 ? "" : "s");
+      // Widened: a file's node count may be anything an int holds.
+      if (static_cast<long long>(result.run.ranks) != static_cast<long long>(result.run.nodes) * hw.gpus_per_node) {
+        m.why_not = fmt::format(
+            "the references are for all GPUs of the nodes ({} per node); this run had {} ranks on {} node{}",
+            hw.gpus_per_node, result.run.ranks, result.run.nodes, result.run.nodes == 1 ? "" : "s");
         return m;
       }
       const SweepRecord* r = largest_measured(result, Op::allreduce);
@@ -69,6 +72,8 @@ Measured measure_figure(const RunResult& result, const Hardware& hw, ReferenceFi
       }
       m.value = r->timing->busbw_gbs;
       m.bytes = r->bytes;
+      if (r->choice) m.algorithm = r->choice->algorithm;
+      m.wire = r->nic_wire;
       break;
     }
     case ReferenceFigure::p2p_per_nic_gbs: {
@@ -117,10 +122,28 @@ Level judge(double value, double expected, const Expectations& e) {
   return Level::fail;
 }
 
-std::string expected_text(const Reference& r) {
+std::string expected_text(const Reference& r, const ReferencePoint& p) {
   const std::string approx = r.approximate ? "≈" : "";
-  if (r.expected_high_gbs) return fmt::format("{}{}-{} GB/s", approx, gbs(r.expected_gbs), gbs(*r.expected_high_gbs));
-  return fmt::format("{}{} GB/s", approx, gbs(r.expected_gbs));
+  if (p.gbs_high) return fmt::format("{}{}-{} GB/s", approx, gbs(p.gbs), gbs(*p.gbs_high));
+  return fmt::format("{}{} GB/s", approx, gbs(p.gbs));
+}
+
+// The figure at the reference's largest point: what it says "at large sizes".
+std::string expected_text(const Reference& r) { return expected_text(r, r.points.back()); }
+
+// "reference h100-sxm-8gpu-allreduce-ring, from 256 MiB": which entry and point judged.
+std::string entry_text(const Reference& r, const ReferencePoint& p) {
+  return p.bytes > 0 ? fmt::format("reference {}, from {}", r.id, format_size(p.bytes))
+                     : fmt::format("reference {}", r.id);
+}
+
+std::string wire_text(const std::optional<NicWireRate>& w) {
+  if (!w || !w->gbs) return "";
+  return fmt::format("; each of {} NICs per node carried {}{} GB/s ({})", w->nics_per_node,
+                     w->basis == "lower_bound" ? "at least " : "", gbs(*w->gbs),
+                     w->basis == "ring"         ? "ring: busbw/NICs"
+                     : w->basis == "in_network" ? "in-network reduction"
+                                                : "the all-reduce lower bound");
 }
 
 template <typename T>
@@ -131,6 +154,36 @@ std::optional<T> member(const json& j, const char* key) {
     return checked_integer<T>(*it, key);  // range-checked, never wrapped
   else
     return it->get<T>();
+}
+
+// Reads one reference: the curve from "points" (version 2) or the single
+// figure of version 1 (expected_gbs from min_bytes on).
+std::vector<ReferencePoint> read_points(const json& r, const std::string& id) {
+  std::vector<ReferencePoint> points;
+  if (const auto it = r.find("points"); it != r.end()) {
+    for (const json& p : it->get_ref<const json::array_t&>()) {
+      ReferencePoint point;
+      point.bytes = member<std::size_t>(p, "bytes").value_or(0);
+      point.gbs = p.at("gbs").get<double>();
+      point.gbs_high = member<double>(p, "gbs_high");
+      points.push_back(point);
+    }
+  } else {
+    ReferencePoint point;
+    point.bytes = member<std::size_t>(r, "min_bytes").value_or(0);
+    point.gbs = r.at("expected_gbs").get<double>();
+    point.gbs_high = member<double>(r, "expected_high_gbs");
+    points.push_back(point);
+  }
+  if (points.empty()) throw UsageError(fmt::format("expectations: {} has no points", id));
+  for (std::size_t i = 0; i < points.size(); ++i) {
+    const ReferencePoint& p = points[i];
+    if (!std::isfinite(p.gbs) || p.gbs <= 0 || (p.gbs_high && (!std::isfinite(*p.gbs_high) || *p.gbs_high < p.gbs)))
+      throw UsageError(fmt::format("expectations: {}: point {} needs 0 < gbs <= gbs_high", id, i));
+    if (i > 0 && p.bytes <= points[i - 1].bytes)
+      throw UsageError(fmt::format("expectations: {}: points must be in increasing size", id));
+  }
+  return points;
 }
 
 bool compare(double lhs, Comparison op, double rhs) {
@@ -417,8 +470,9 @@ Expectations parse_expectations(std::string_view text) {
   Expectations e;
   try {
     const json doc = parse_bounded_json(text, "expectations");
-    if (doc.value("schema", "") != "fabricbench.expectations/1")
-      throw UsageError("expectations: schema 'fabricbench.expectations/1' was expected");
+    const std::string schema = doc.value("schema", "");
+    if (schema != "fabricbench.expectations/2" && schema != "fabricbench.expectations/1")
+      throw UsageError("expectations: schema 'fabricbench.expectations/2' (or /1) was expected");
     e.warn_at = doc.at("warn_at").get<double>();
     e.fail_below = doc.at("fail_below").get<double>();
     for (const json& r : doc.at("references")) {
@@ -435,9 +489,11 @@ Expectations parse_expectations(std::string_view text) {
       ref.nic_rate_gbps = member<double>(m, "nic_rate_gbps");
       ref.pcie_gen = member<int>(m, "pcie_gen");
       ref.pcie_width = member<int>(m, "pcie_width");
-      ref.min_bytes = member<std::size_t>(r, "min_bytes").value_or(0);
-      ref.expected_gbs = r.at("expected_gbs").get<double>();
-      ref.expected_high_gbs = member<double>(r, "expected_high_gbs");
+      ref.rdma_nics = member<int>(m, "rdma_nics");
+      ref.nodes = member<int>(m, "nodes");
+      ref.algorithm = member<std::string>(m, "algorithm");
+      ref.when_algorithm_unknown = r.value("when_algorithm_unknown", false);
+      ref.points = read_points(r, ref.id);
       ref.approximate = r.value("approximate", false);
       ref.context_only = r.value("context_only", false);
       ref.source = r.at("source").get<std::string>();
@@ -469,7 +525,42 @@ bool matches(const Reference& reference, const Hardware& hardware) {
   if (reference.pcie_gen && (hardware.gpus_per_node == 0 || hardware.pcie_gen != reference.pcie_gen)) return false;
   if (reference.pcie_width && (hardware.gpus_per_node == 0 || hardware.pcie_width != reference.pcie_width))
     return false;
+  if (reference.rdma_nics && hardware.rdma_nics != *reference.rdma_nics) return false;
   return true;
+}
+
+const ReferencePoint* point_at(const Reference& reference, std::size_t bytes) {
+  const ReferencePoint* at = nullptr;
+  for (const ReferencePoint& p : reference.points)
+    if (p.bytes <= bytes) at = &p;
+  return at;
+}
+
+AllreduceReferences allreduce_references(const Expectations& expectations, const Hardware& hardware, int nodes,
+                                         const std::optional<std::string>& algorithm) {
+  AllreduceReferences out;
+  std::vector<const Reference*> candidates;
+  for (const Reference& r : expectations.references)
+    if (r.figure == ReferenceFigure::allreduce_busbw && matches(r, hardware) && r.nodes.value_or(1) == nodes)
+      candidates.push_back(&r);
+  // Best first: the algorithm's own reference; one for any algorithm; with
+  // the algorithm unknown, the one marked for that case.
+  const auto rank = [&algorithm](const Reference* r) {
+    if (r->context_only) return 9;
+    if (algorithm && r->algorithm == algorithm) return 0;
+    if (!r->algorithm) return 1;
+    if (!algorithm && r->when_algorithm_unknown) return 2;
+    return 9;
+  };
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [&rank](const Reference* a, const Reference* b) { return rank(a) < rank(b); });
+  for (const Reference* r : candidates) {
+    if (out.judged == nullptr && rank(r) < 9)
+      out.judged = r;
+    else
+      out.context.push_back(r);
+  }
+  return out;
 }
 
 std::vector<Verdict> health_verdicts(const RunResult& result) {
@@ -501,6 +592,58 @@ std::vector<Verdict> health_verdicts(const RunResult& result) {
   return out;
 }
 
+namespace {
+
+// The all-reduce verdict: the reference for the run's node count and NCCL's
+// algorithm (allreduce_references), at the measured size.
+Verdict allreduce_verdict(const RunResult& result, const Hardware& hw, const Measured& m,
+                          const Expectations& expectations, const std::vector<const Reference*>& for_hardware) {
+  Verdict v;
+  v.kind = VerdictKind::reference;
+  v.subject = name(ReferenceFigure::allreduce_busbw);
+  v.level = Level::info;
+  const int nodes = result.run.nodes;
+  const std::string algorithm_text = m.algorithm ? fmt::format(" (NCCL {})", *m.algorithm) : "";
+  if (!m.value) {
+    const Reference& any = *for_hardware.front();
+    v.source = any.source;
+    v.reason = fmt::format("no reference applies: {} (reference {} for {})", m.why_not, expected_text(any), any.label);
+    return v;
+  }
+  const AllreduceReferences refs = allreduce_references(expectations, hw, nodes, m.algorithm);
+  if (refs.judged == nullptr) {
+    std::vector<std::string> known;
+    for (const Reference* r : for_hardware) known.push_back(r->label);
+    v.source = for_hardware.front()->source;
+    v.reason =
+        fmt::format("no reference for all-reduce on {} node{}{}: {} {} GB/s at {}; references for this hardware: {}",
+                    nodes, nodes == 1 ? "" : "s", m.algorithm ? " with NCCL " + *m.algorithm : "", m.what,
+                    gbs(*m.value), format_size(m.bytes), join(known));
+    return v;
+  }
+  const Reference& ref = *refs.judged;
+  v.source = ref.source;
+  const ReferencePoint* point = point_at(ref, m.bytes);
+  if (point == nullptr) {
+    v.reason = fmt::format(
+        "no reference at this size: {} {} GB/s{} at {}; the {} reference for {} ({}) needs messages of {} or more",
+        m.what, gbs(*m.value), algorithm_text, format_size(m.bytes), expected_text(ref), ref.label, ref.id,
+        format_size(ref.points.front().bytes));
+    return v;
+  }
+  v.level = judge(*m.value, point->gbs, expectations);
+  v.reason =
+      fmt::format("{} {} GB/s{} is {:.0f}% of the {} expected for {} ({})", m.what, gbs(*m.value), algorithm_text,
+                  100.0 * *m.value / point->gbs, expected_text(ref, *point), ref.label, entry_text(ref, *point));
+  if (!m.algorithm && ref.algorithm)
+    v.reason += fmt::format("; NCCL's algorithm is not recorded, so the {} figure judges", *ref.algorithm);
+  for (const Reference* other : refs.context) v.reason += fmt::format("; {} {}", expected_text(*other), other->label);
+  v.reason += wire_text(m.wire);
+  return v;
+}
+
+}  // namespace
+
 std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectations& expectations) {
   std::vector<Verdict> out;
   if (!result.topology || result.topology->nodes.empty()) {
@@ -522,29 +665,36 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
     return out;
   }
   for (const ReferenceFigure figure : figures) {
+    const Measured m = measure_figure(result, hw, figure);
+    if (figure == ReferenceFigure::allreduce_busbw) {
+      out.push_back(allreduce_verdict(result, hw, m, expectations, by_figure[figure]));
+      continue;
+    }
     const std::vector<const Reference*>& refs = by_figure[figure];
     const auto primary = std::find_if(refs.begin(), refs.end(), [](const Reference* r) { return !r->context_only; });
     if (primary == refs.end()) continue;
     const Reference& ref = **primary;
-    const Measured m = measure_figure(result, hw, figure);
     Verdict v;
     v.kind = VerdictKind::reference;
     v.subject = name(figure);
     v.source = ref.source;
+    const ReferencePoint* point = point_at(ref, m.bytes);
     if (!m.value) {
       v.level = Level::info;
       v.reason =
           fmt::format("no reference applies: {} (reference {} for {})", m.why_not, expected_text(ref), ref.label);
-    } else if (m.bytes > 0 && m.bytes < ref.min_bytes) {
+    } else if (point == nullptr) {
       v.level = Level::info;
       v.reason = fmt::format(
           "no reference at this size: {} {} GB/s at {}; the {} reference for {} needs messages of "
           "{} or more",
-          m.what, gbs(*m.value), format_size(m.bytes), expected_text(ref), ref.label, format_size(ref.min_bytes));
+          m.what, gbs(*m.value), format_size(m.bytes), expected_text(ref), ref.label,
+          format_size(ref.points.front().bytes));
     } else {
-      v.level = judge(*m.value, ref.expected_gbs, expectations);
-      v.reason = fmt::format("{} {} GB/s is {:.0f}% of the {} expected for {}", m.what, gbs(*m.value),
-                             100.0 * *m.value / ref.expected_gbs, expected_text(ref), ref.label);
+      v.level = judge(*m.value, point->gbs, expectations);
+      v.reason =
+          fmt::format("{} {} GB/s is {:.0f}% of the {} expected for {} ({})", m.what, gbs(*m.value),
+                      100.0 * *m.value / point->gbs, expected_text(ref, *point), ref.label, entry_text(ref, *point));
       for (const Reference* other : refs)
         if (other != &ref) v.reason += fmt::format("; {} {}", expected_text(*other), other->label);
     }

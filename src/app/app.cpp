@@ -388,8 +388,10 @@ class RunPipeline {
       progress.update(r, done, total);
     };
     if (lead_ && !config_.quiet) printers_.context(config_, result_.run);
-    listener.on_point = [this, &progress](std::span<const SweepRecord> records) {
+    const int nics = wire_nics_per_node();
+    listener.on_point = [this, &progress, nics](std::span<const SweepRecord> measured) {
       progress.clear();
+      const std::vector<SweepRecord> records = with_nic_wire(measured, layout_.nodes, nics);
       if (!config_.quiet) printers_.point(records);
       for (const SweepRecord& r : records) {
         result_.records.push_back(r);
@@ -399,6 +401,15 @@ class RunPipeline {
     listener.on_op_done = [this](Op) { save(config_, result_, started_, last_); };
     run_sweep(config_, *transport_, world_, listener, seconds, cuts());
     progress.clear();
+  }
+
+  // NICs per node the multi-node all-reduce's wire rate is spread over: the
+  // active RDMA NICs the topology found (fewest over nodes), else one per
+  // rank (a GPU per NIC, as rail-optimised GPU nodes are built).
+  [[nodiscard]] int wire_nics_per_node() const {
+    if (result_.topology)
+      if (const int m = detect_hardware(*result_.topology).rdma_nics; m > 0) return m;
+    return layout_.ranks_per_node.empty() ? 1 : std::max(1, layout_.ranks_per_node.front());
   }
 
   void ladder(double seconds) {

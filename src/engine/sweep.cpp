@@ -193,6 +193,16 @@ Timing make_timing(Op op, int nranks, std::size_t bytes, double headline_s, doub
   return t;
 }
 
+std::vector<SweepRecord> with_nic_wire(std::span<const SweepRecord> records, int nodes, int nics_per_node) {
+  std::vector<SweepRecord> out(records.begin(), records.end());
+  for (SweepRecord& r : out) {
+    if (r.op != Op::allreduce || !r.timing) continue;
+    const std::optional<std::string> algorithm = r.choice ? r.choice->algorithm : std::nullopt;
+    r.nic_wire = nic_wire_rate(r.timing->busbw_gbs, r.ranks, nodes, nics_per_node, algorithm);
+  }
+  return out;
+}
+
 std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
                                    const SweepListener& listener, double seconds, std::vector<Cut>* cuts) {
   const Window phase(seconds);
@@ -290,6 +300,8 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
         } else {
           r.timing = m.timing;
           if (m.cut) r.cut = "budget";
+          // After the timed batches: the capture's log stays out of them.
+          r.choice = transport.capture_choice(spec);
         }
         if (lead && cuts != nullptr && !r.cut.empty())
           cuts->push_back(Cut{Phase::sweep,

@@ -50,6 +50,10 @@ struct Flattener {
     add(key, cell_of(v.value));
   }
   template <class T>
+  void operator()(const char* key, fields::EmptyAsNull<T> v) const {
+    add(key, cell_of(v.value));
+  }
+  template <class T>
   void operator()(fields::Inlined<T> v) const {
     if (v.value) {
       fields_of(*v.value, *this);

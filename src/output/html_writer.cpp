@@ -9,6 +9,7 @@
 #include <ostream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -141,6 +142,55 @@ void axis_titles(const std::string& x_title, const std::string& y_title, int lef
       "<text class=\"axis-title\" x=\"12\" y=\"{0}\" font-size=\"11\" text-anchor=\"middle\" "
       "transform=\"rotate(-90 12 {0})\">{1}</text>\n",
       (top + bottom) / 2, esc(y_title));
+}
+
+// What NCCL chose per measured point, and what each NIC carried in a
+// multi-node all-reduce; a run whose library does not say gets its reason once.
+void algorithm_section(const Report& report, std::ostream& out) {
+  bool any = false;
+  for (const ReportRun& run : report.runs)
+    for (const SweepRecord& r : run.result.records) any = any || r.choice.has_value() || r.nic_wire.has_value();
+  if (!any) return;
+  out << "<section id=\"algorithm\">\n<h2>What NCCL chose</h2>\n";
+  for (const ReportRun& run : report.runs) {
+    std::vector<const SweepRecord*> rows;
+    std::string note;
+    for (const SweepRecord& r : run.result.records) {
+      if (!r.timing) continue;
+      if ((r.choice && r.choice->algorithm) || r.nic_wire)
+        rows.push_back(&r);
+      else if (r.choice && note.empty())
+        note = r.choice->note;
+    }
+    out << "<h3>" << esc(run.path) << "</h3>\n";
+    if (rows.empty()) {
+      out << "<p>" << esc(note.empty() ? "not recorded" : note) << "</p>\n";
+      continue;
+    }
+    out << "<div class=\"table-wrap\"><table><tr><th class=\"l\">op</th><th>dtype</th><th>placement</th>"
+           "<th>size</th><th>busbw (GB/s)</th><th class=\"l\">algorithm</th><th class=\"l\">protocol</th>"
+           "<th>NIC wire (GB/s)</th></tr>\n";
+    for (const SweepRecord* r : rows) {
+      const std::string algorithm =
+          r->choice && r->choice->algorithm ? *r->choice->algorithm : (r->choice ? r->choice->note : "-");
+      const std::string protocol = r->choice && r->choice->protocol ? *r->choice->protocol : "-";
+      std::string wire = "-";
+      if (r->nic_wire)
+        wire = r->nic_wire->gbs
+                   ? fmt::format("{}{} ({}, {} NICs per node)", r->nic_wire->basis == "lower_bound" ? "≥ " : "",
+                                 num(*r->nic_wire->gbs), r->nic_wire->basis, r->nic_wire->nics_per_node)
+                   : r->nic_wire->basis;
+      out << fmt::format(
+          "<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td class=\"l\">{}</td>"
+          "<td class=\"l\">{}</td><td>{}</td></tr>\n",
+          name(r->op), name(r->dtype), name(r->placement), esc(format_size(r->bytes)), num(r->timing->busbw_gbs),
+          esc(algorithm), esc(protocol), esc(wire));
+    }
+    out << "</table></div>\n";
+    if (!note.empty()) out << "<p>Other points: " << esc(note) << "</p>\n";
+  }
+  out << "<p>NIC wire: the rate each NIC carried each way, from busbw (README, NIC wire rate); ≥ marks the "
+         "all-reduce lower bound, used where NCCL's algorithm is a tree or unknown.</p>\n</section>\n";
 }
 
 // A line chart of busbw against message size, log2 x axis; both placements
@@ -620,6 +670,8 @@ void write_report_html(const Report& report, std::ostream& out) {
     for (const BusbwChart& chart : report.busbw_charts) busbw_chart(report, chart, out);
     out << "</section>\n";
   }
+
+  algorithm_section(report, out);
 
   if (report.runs.size() > 1 && !report.compare.empty()) {
     out << "<section id=\"comparison\">\n<h2>Comparison</h2>\n<p>busbw in GB/s, mean ± standard deviation over each "

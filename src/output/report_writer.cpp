@@ -84,6 +84,7 @@ void write_report_text(const Report& report, std::ostream& out) {
     out << fmt::format("# {}: fabricbench {} (git {}) on {}, started {}\n", run.path, r.tool.version, r.tool.git,
                        cluster_text(r), r.run.start_utc);
     TablePrinter table(out);
+    table.columns_for(r);
     std::vector<SweepRecord> point;
     for (const SweepRecord& rec : r.records) {
       if (!point.empty() && (rec.op != point.front().op || rec.dtype != point.front().dtype ||

@@ -32,6 +32,26 @@ std::string extra_cells(const SweepRecord* r) {
                      t.iterations);
 }
 
+// NCCL's choice at the out-of-place point ("RING/SIMPLE"), with the
+// in-place one after a '|' where it differs.
+std::string algorithm_cell(const SweepRecord* out_of_place, const SweepRecord* in_place) {
+  const auto text = [](const SweepRecord* r) -> std::string {
+    if (r == nullptr || !r->choice || !r->choice->algorithm) return "-";
+    return *r->choice->algorithm + (r->choice->protocol ? "/" + *r->choice->protocol : "");
+  };
+  const std::string first = text(out_of_place != nullptr ? out_of_place : in_place);
+  const std::string second = in_place != nullptr && out_of_place != nullptr ? text(in_place) : first;
+  return fmt::format(" {:>16}", second == first ? first : first + "|" + second);
+}
+
+// What each NIC carried (out-of-place): ">=" marks the lower bound.
+std::string wire_cell(const SweepRecord* r) {
+  if (r == nullptr || !r->nic_wire) return fmt::format(" {:>9}", "-");
+  if (!r->nic_wire->gbs) return fmt::format(" {:>9}", r->nic_wire->basis);
+  return fmt::format(" {:>9}",
+                     fmt::format("{}{:.2f}", r->nic_wire->basis == "lower_bound" ? ">=" : "", *r->nic_wire->gbs));
+}
+
 std::string iterations_text(const IterationPolicy& p) {
   if (p.fixed_iters > 0) return fmt::format("fixed, {} per size", p.fixed_iters);
   return fmt::format("adaptive, {:g} ms per size and placement, {} to {}", p.min_time_ms, p.min_iters, p.max_iters);
@@ -55,6 +75,9 @@ void TablePrinter::context(const RunConfig& config, const RunInfo& run) {
       *out_ << fmt::format("#   {}: {} rank{}\n", run.hostnames[n], k, k == 1 ? "" : "s");
     }
   }
+  algorithm_column_ = gpus;
+  wire_column_ = run.nodes > 1;
+  if (!gpus) *out_ << "# Algorithm: the MPI library's own choice, not visible to fabricbench\n";
   *out_ << std::flush;
 }
 
@@ -72,10 +95,14 @@ void TablePrinter::point(std::span<const SweepRecord> placements) {
     *out_ << fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>5}", "size", "count", "type", "redop", "root");
     for (int i = 0; i < 2; ++i) *out_ << fmt::format(" {:>9} {:>8} {:>8} {:>6}", "time", "algbw", "busbw", "#wrong");
     for (int i = 0; i < 2; ++i) *out_ << fmt::format(" {:>9} {:>9}  {:>6}", "p50", "p99", "iters");
+    if (algorithm_column_) *out_ << fmt::format(" {:>16}", "algo/proto");
+    if (wire_column_) *out_ << fmt::format(" {:>9}", "NIC wire");
     *out_ << '\n';
     std::string units = fmt::format("# {:>10} {:>12} {:>8} {:>6} {:>5}", "(B)", "(elements)", "", "", "");
     for (int i = 0; i < 2; ++i) units += fmt::format(" {:>9} {:>8} {:>8} {:>6}", "(us)", "(GB/s)", "(GB/s)", "");
     for (int i = 0; i < 2; ++i) units += fmt::format(" {:>9} {:>9}  {:>6}", "(us)", "(us)", "");
+    if (algorithm_column_) units += fmt::format(" {:>16}", "(NCCL)");
+    if (wire_column_) units += fmt::format(" {:>9}", "(GB/s)");
     *out_ << units.substr(0, units.find_last_not_of(' ') + 1) << '\n';
   }
   const SweepRecord* out_of_place = nullptr;
@@ -87,8 +114,19 @@ void TablePrinter::point(std::span<const SweepRecord> placements) {
   *out_ << fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>5}", first.bytes, first.count, name(first.dtype),
                        first.redop ? name(*first.redop) : "none", first.root ? std::to_string(*first.root) : "-");
   *out_ << nccl_cells(out_of_place) << nccl_cells(in_place) << extra_cells(out_of_place) << extra_cells(in_place);
+  if (algorithm_column_) *out_ << algorithm_cell(out_of_place, in_place);
+  if (wire_column_) *out_ << wire_cell(out_of_place != nullptr ? out_of_place : in_place);
   if (!first.timing && !first.skipped.empty()) *out_ << "  # skipped: " << first.skipped;
   *out_ << '\n' << std::flush;
+}
+
+void TablePrinter::columns_for(const RunResult& result) {
+  algorithm_column_ = false;
+  wire_column_ = false;
+  for (const SweepRecord& r : result.records) {
+    algorithm_column_ = algorithm_column_ || (r.choice && result.run.transport != "mpi");
+    wire_column_ = wire_column_ || r.nic_wire.has_value();
+  }
 }
 
 void TablePrinter::finalize(const Report& report) {

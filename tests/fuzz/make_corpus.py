@@ -138,7 +138,22 @@ def expectations():
     variant("no-source.json", lambda d: d["references"][0].update({"source": ""}))
     variant("no-references.json", lambda d: d.update({"references": []}))
     variant("warn-at-negative.json", lambda d: d.update({"warn_at": -1}))
-    variant("min-bytes-negative.json", lambda d: d["references"][0].update({"min_bytes": -1}))
+    variant("point-bytes-negative.json", lambda d: d["references"][0]["points"][0].update({"bytes": -1}))
+    variant("point-bytes-2p64.json", lambda d: d["references"][0]["points"][0].update({"bytes": 2**64}))
+    variant("points-descending.json", lambda d: d["references"][0].update(
+        {"points": [{"bytes": 2**30, "gbs": 10}, {"bytes": 2**20, "gbs": 5}]}))
+    variant("points-empty.json", lambda d: d["references"][0].update({"points": []}))
+    variant("points-object.json", lambda d: d["references"][0].update({"points": {"bytes": 1}}))
+    variant("gbs-high-below-gbs.json", lambda d: d["references"][0]["points"][0].update({"gbs_high": 1}))
+    variant("nodes-2p31.json", lambda d: d["references"][0]["match"].update({"nodes": 2**31}))
+    variant("algorithm-number.json", lambda d: d["references"][0]["match"].update({"algorithm": 7}))
+    # The format before reference curves: one figure per reference.
+    variant("version-1.json", lambda d: d.update({"schema": "fabricbench.expectations/1", "references": [
+        {k: v for k, v in r.items() if k not in ("points", "when_algorithm_unknown")} | {"min_bytes": r["points"][0]["bytes"],
+                                                        "expected_gbs": r["points"][0]["gbs"]}
+        for r in d["references"]]}))
+    variant("min-bytes-negative.json", lambda d: d.update({"schema": "fabricbench.expectations/1", "references": [
+        {k: v for k, v in d["references"][0].items() if k != "points"} | {"min_bytes": -1, "expected_gbs": 1}]}))
     put(t, "rate-1e309.json", text.replace('"warn_at": 0.9', '"warn_at": 1e309', 1))
     put(t, "foreign.json", '{"schema": "other"}\n')
 

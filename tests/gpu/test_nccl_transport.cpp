@@ -7,6 +7,7 @@
 // several. scripts/gpu-check.sh runs each case in its own process.
 #include "fabricbench/transport/nccl/nccl_transport.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdlib>
 #include <thread>
@@ -332,6 +333,56 @@ TEST(NcclTransport, ATimedOutTransportIsTornDownWithinTheDeadline) {
   t.fill(spec);
   t.run_once(spec);
   EXPECT_EQ(t.verify(spec), 0U);
+}
+
+// NCCL's algorithm read from its tuning log for one iteration: on rank 0 a
+// name (with two GPUs or more; one rank takes NCCL's single-rank path, which
+// chooses no algorithm and says so), and the caller's NCCL_DEBUG back after.
+TEST(NcclTransport, CaptureNamesNcclsAlgorithmAndRestoresTheLog) {
+  const int n = std::max(1, std::min(visible(), 8));
+  ::setenv("NCCL_DEBUG", "WARN", 1);
+  std::vector<Comm> group = make_thread_comms(n, 60s);
+  std::vector<AlgorithmChoice> choices(static_cast<std::size_t>(n));
+  std::vector<AlgorithmChoice> p2p(static_cast<std::size_t>(n));
+  std::vector<std::string> failures(static_cast<std::size_t>(n));
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r) {
+    threads.emplace_back([&, r] {
+      try {
+        NcclOptions options;
+        options.device = r;
+        options.timeout = 60s;
+        NcclTransport t(group[static_cast<std::size_t>(r)], options);
+        const Counts c = counts_for(Op::allreduce, DType::float32, std::size_t{64} << 20, n);
+        const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::out_of_place, 0, c};
+        t.prepare(spec);
+        choices[static_cast<std::size_t>(r)] = t.capture_choice(spec);
+        OpSpec sr = spec;
+        sr.op = Op::sendrecv;
+        sr.counts = counts_for(Op::sendrecv, DType::float32, std::size_t{1} << 20, n);
+        t.prepare(sr);
+        p2p[static_cast<std::size_t>(r)] = t.capture_choice(sr);
+      } catch (const std::exception& e) {
+        failures[static_cast<std::size_t>(r)] = e.what();
+        fail_group(group[static_cast<std::size_t>(r)], e.what());
+      }
+    });
+  }
+  for (auto& t : threads) t.join();
+  for (const auto& f : failures) EXPECT_EQ(f, "");
+  const AlgorithmChoice& first = choices[0];
+  if (n >= 2) {
+    ASSERT_TRUE(first.algorithm) << first.note;
+    EXPECT_TRUE(first.protocol) << first.note;
+  } else {
+    EXPECT_TRUE(first.algorithm || first.note == "NCCL wrote no tuning line for AllReduce in the captured iteration")
+        << first.note;
+  }
+  EXPECT_FALSE(p2p[0].algorithm);
+  EXPECT_STREQ(std::getenv("NCCL_DEBUG"), "WARN");
+  EXPECT_EQ(std::getenv("NCCL_DEBUG_SUBSYS"), nullptr);
+  EXPECT_EQ(std::getenv("NCCL_DEBUG_FILE"), nullptr);
+  ::unsetenv("NCCL_DEBUG");
 }
 
 }  // namespace

@@ -26,6 +26,7 @@ class LoggingTransport final : public Transport {
   void run_once(const OpSpec& s) override { inner_.run_once(s); }
   std::uint64_t verify(const OpSpec& s) override { return inner_.verify(s); }
   void barrier() override { inner_.barrier(); }
+  AlgorithmChoice capture_choice(const OpSpec& s) override { return inner_.capture_choice(s); }
   double time_p2p(const P2PSpec& s, int iters) override { return inner_.time_p2p(s, iters); }
   std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override {
     return inner_.split(sub, color, key);
@@ -77,6 +78,9 @@ TEST(SweepMpi, AdaptiveIterationCountIsIdenticalOnAllRanks) {
       EXPECT_EQ(r.timing->wrong, 0U);
       EXPECT_LE(r.timing->time_min_us, r.timing->time_us);
       EXPECT_GE(r.timing->time_max_us, r.timing->time_us);
+      // Every measured point says what the library chose, or why it cannot.
+      ASSERT_TRUE(r.choice);
+      EXPECT_EQ(*r.choice, mpi_library_choice());
       EXPECT_DOUBLE_EQ(r.timing->busbw_gbs, r.timing->algbw_gbs * busbw_factor(r.op, world.size()));
     }
   } else {

@@ -157,6 +157,18 @@ class MultiHost(unittest.TestCase):
         self.assertEqual([p["gpus"] for p in points], [2, 4, 8])
         for p in points:
             self.assertAlmostEqual(p["efficiency"], p["speedup"] / p["gpus"], places=9)
+        # The MPI library's algorithm is not known: null with the reason, and
+        # each NIC's wire rate is the all-reduce lower bound on 4 nodes of 2
+        # ranks, one NIC per rank (no RDMA NIC here): busbw x (k-1)/(n-1).
+        self.assertIn("NIC wire", proc.stdout)
+        self.assertIn("Algorithm: the MPI library's own choice", proc.stdout)
+        for r in doc["records"]:
+            self.assertIsNone(r["algorithm"])
+            self.assertIsNone(r["protocol"])
+            self.assertIn("MPI library", r["algorithm_note"])
+            self.assertEqual(r["nic_wire_basis"], "lower_bound")
+            self.assertEqual(r["nic_wire_nics"], 2)
+            self.assertAlmostEqual(r["nic_wire_gbs"], r["busbw_gbs"] * 3 / 7, places=9)
         # Inside each host: its 2 ranks as a 2-GPU node, every host at once.
         self.assertIn("# GPU-count ladder inside each node (2 GPUs per node", proc.stdout)
         ladder = doc["gpu_ladder"]

@@ -223,7 +223,7 @@ TEST(Verdicts, ReferencesMatchDetectedHardwareOrSayNoReference) {
   EXPECT_EQ(refs[0].level, Level::info);  // a one-node figure on a two-node run
   EXPECT_EQ(refs[1].reason,
             "node-pair bandwidth per NIC 47 GB/s is 102% of the ≈46-48 GB/s expected for InfiniBand NDR 400 Gb/s per "
-            "NIC");
+            "NIC (reference infiniband-ndr-400)");
   for (const Verdict& v : refs) EXPECT_FALSE(v.source.empty());
 
   // One node with its 8 GPUs: the all-reduce figure applies.
@@ -234,8 +234,8 @@ TEST(Verdicts, ReferencesMatchDetectedHardwareOrSayNoReference) {
     if (r.timing) r.timing->busbw_gbs = 212;
   const std::vector<Verdict> node = reference_verdicts(one, builtin_expectations());
   EXPECT_EQ(node[0].level, Level::fail);
-  EXPECT_EQ(node[0].reason.rfind("all-reduce busbw 212 GB/s is 57% of the ≈370 GB/s expected for 8×H100 NVSwitch; "
-                                 "≈480 GB/s 8×H100 NVSwitch with NVLink SHARP",
+  EXPECT_EQ(node[0].reason.rfind("all-reduce busbw 212 GB/s is 58% of the ≈365-370 GB/s expected for 8×H100 NVSwitch, "
+                                 "ring (reference h100-sxm-8gpu-allreduce-ring, from 256 MiB)",
                                  0),
             0U)
       << node[0].reason;

@@ -64,10 +64,14 @@ RunResult fully_populated() {
   measured.ranks = 2;
   measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, false, 0, 0.01};
   measured.cut = "budget";  // fewer iterations than asked
+  measured.choice = AlgorithmChoice{"RING", "LL128", ""};
+  measured.nic_wire = NicWireRate{0.0128, "ring", 8};
   r.records.push_back(measured);
   SweepRecord skipped = measured;
   skipped.timing.reset();
   skipped.cut.clear();
+  skipped.choice.reset();
+  skipped.nic_wire.reset();
   skipped.skipped = "too small";
   r.records.push_back(skipped);
 

@@ -82,9 +82,16 @@ inline constexpr NameTable<ReferenceFigure, 4> reference_figure_names{{
 }};
 constexpr std::string_view name(ReferenceFigure figure) { return name_in(reference_figure_names, figure); }
 
+// One expected figure from `bytes` on (a point of a reference's curve).
+struct ReferencePoint {
+  std::size_t bytes = 0;
+  double gbs = 0;  // the low end of a range
+  std::optional<double> gbs_high;
+};
+
 struct Reference {
   std::string id;
-  std::string label;  // "8×H100 NVSwitch"
+  std::string label;  // "8×H100 NVSwitch, ring"
   ReferenceFigure figure = ReferenceFigure::allreduce_busbw;
   std::string scope;
   // Match keys; an empty one matches anything.
@@ -95,13 +102,23 @@ struct Reference {
   std::optional<double> nic_rate_gbps;
   std::optional<int> pcie_gen;
   std::optional<int> pcie_width;
-  std::size_t min_bytes = 0;  // the figure holds for messages this large
-  double expected_gbs = 0;    // the low end of a range
-  std::optional<double> expected_high_gbs;
+  std::optional<int> rdma_nics;  // active RDMA NICs per node
+  // allreduce.busbw: the run's node count (empty: one node) and NCCL's
+  // algorithm (empty: any); `when_algorithm_unknown` marks the reference a
+  // run that does not say which algorithm ran is judged on.
+  std::optional<int> nodes;
+  std::optional<std::string> algorithm;
+  bool when_algorithm_unknown = false;
+  // The curve, by size, ascending; the point at or below the measured size
+  // applies, and below the first one there is no reference.
+  std::vector<ReferencePoint> points;
   bool approximate = false;
   bool context_only = false;  // shown beside the verdict, never judged on
   std::string source;
 };
+
+// The point of `reference` for a message of `bytes`; nullptr below its first.
+const ReferencePoint* point_at(const Reference& reference, std::size_t bytes);
 
 struct Expectations {
   double warn_at = 0.9;     // OK at or above this fraction of the expected figure
@@ -109,12 +126,25 @@ struct Expectations {
   std::vector<Reference> references;
 };
 
-// Parses an expectations document; throws UsageError naming what is wrong.
+// Parses an expectations document (fabricbench.expectations/2, or /1 whose
+// single figure per reference becomes a one-point curve); throws UsageError
+// naming what is wrong.
 Expectations parse_expectations(std::string_view text);
 // The file built into the binary.
 const Expectations& builtin_expectations();
 
 bool matches(const Reference& reference, const Hardware& hardware);
+
+// The references `expectations` holds for an all-reduce busbw measured on
+// `hardware` over `nodes` nodes with NCCL's `algorithm` (nullopt: unknown),
+// best first: the one to judge on (nullptr when none applies), and the
+// others that match the hardware and node count, for context.
+struct AllreduceReferences {
+  const Reference* judged = nullptr;
+  std::vector<const Reference*> context;
+};
+AllreduceReferences allreduce_references(const Expectations& expectations, const Hardware& hardware, int nodes,
+                                         const std::optional<std::string>& algorithm);
 
 // Health verdicts of one run (see above).
 std::vector<Verdict> health_verdicts(const RunResult& result);

@@ -8,6 +8,8 @@
 #include <string>
 
 #include "fabricbench/core/types.hpp"
+#include "fabricbench/engine/wire_rate.hpp"
+#include "fabricbench/transport/algorithm_choice.hpp"
 
 namespace fabricbench {
 
@@ -45,6 +47,11 @@ struct SweepRecord {
   std::optional<Timing> timing;  // nullopt when skipped
   std::string skipped;           // why, when skipped
   std::string cut;               // "budget" when the time budget skipped it or cut its iterations
+  // What the library chose at this point (NCCL's algorithm and protocol), or
+  // why that is not known; measured points only.
+  std::optional<AlgorithmChoice> choice;
+  // Multi-node all-reduce: what each NIC carried (engine/wire_rate.hpp).
+  std::optional<NicWireRate> nic_wire;
 };
 
 }  // namespace fabricbench

@@ -92,7 +92,27 @@ void fields_of(Self& r, Field&& field) {
   field("ranks", r.ranks);
   field(fields::inlined(r.timing));
   field("cut", fields::omitted(r.cut));
+  field(fields::inlined(r.choice));
+  field(fields::inlined(r.nic_wire));
   field("skipped", fields::omitted(r.skipped));
+}
+
+// NCCL's algorithm and protocol at a measured point: null with the reason in
+// algorithm_note when not known (the MPI transport, point-to-point ops).
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, AlgorithmChoice>
+void fields_of(Self& c, Field&& field) {
+  field("algorithm", c.algorithm);
+  field("protocol", c.protocol);
+  field("algorithm_note", fields::empty_as_null(c.note));
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, NicWireRate>
+void fields_of(Self& w, Field&& field) {
+  field("nic_wire_gbs", w.gbs);
+  field("nic_wire_basis", w.basis);
+  field("nic_wire_nics", w.nics_per_node);
 }
 
 // ---- scaling ladder -------------------------------------------------------

@@ -61,11 +61,18 @@ class TablePrinter final : public Printer {
   void finalize(const Report& report) override;
   // The closing lines of one result (the report text calls it per run).
   void summary(const RunResult& result);
+  // The optional columns of a saved result, from what its records hold (the
+  // report text, which calls no context()).
+  void columns_for(const RunResult& result);
 
  private:
   std::ostream* out_;
   std::string current_header_;
   bool second_batch_seen_ = false;
+  // Set by context(): NCCL's algorithm column (not on the MPI transport, whose
+  // library does not say), the NIC wire rate column (more than one node).
+  bool algorithm_column_ = false;
+  bool wire_column_ = false;
 };
 
 // The report as text: per run its tables, verdicts and cost; then the

@@ -14,6 +14,7 @@
 
 #include "fabricbench/comm/comm.hpp"
 #include "fabricbench/core/types.hpp"
+#include "fabricbench/transport/algorithm_choice.hpp"
 
 namespace fabricbench {
 
@@ -87,6 +88,13 @@ class Transport {
   // Members with a negative color get nullptr. The sub-transport must not
   // outlive `sub`.
   [[nodiscard]] virtual std::unique_ptr<Transport> split(const Comm& sub, int color, int key) = 0;
+
+  // What the library chose for `spec` (algorithm_choice.hpp), as far as this
+  // transport can see it. Collective over the group, after the point was
+  // measured: the NCCL transport runs the op once more with NCCL's tuning log
+  // switched on (the choice is known on the group's rank 0). A transport
+  // that cannot see the choice says why in the note.
+  [[nodiscard]] virtual AlgorithmChoice capture_choice(const OpSpec& spec) = 0;
 
   // What a run records about the device this rank drives ("host GPU 0 <name>
   // <bus id> <uuid> (compute 9.0)") and the libraries behind the transport

@@ -324,4 +324,6 @@ std::unique_ptr<Transport> MpiTransport::split(const Comm& sub, int color, int /
 
 #endif  // FABRICBENCH_HAVE_MPI
 
+AlgorithmChoice MpiTransport::capture_choice(const OpSpec& /*spec*/) { return mpi_library_choice(); }
+
 }  // namespace fabricbench

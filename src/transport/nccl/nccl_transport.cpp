@@ -1,5 +1,7 @@
 #include "fabricbench/transport/nccl/nccl_transport.hpp"
 
+#include <dlfcn.h>
+
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -565,6 +567,39 @@ std::unique_ptr<Transport> NcclTransport::split(const Comm& sub, int color, int 
   return std::unique_ptr<Transport>(new NcclTransport(sub, options_, std::move(owned)));
 }
 
+AlgorithmChoice NcclTransport::capture_choice(const OpSpec& spec) {
+  if (nccl_function_name(spec.op).empty()) return point_to_point_choice(spec.op);
+  if (rank_ == 0 && !log_capture_) {
+    // Looked up, not linked: NCCL exports it without declaring it in nccl.h.
+    using ResetFn = void (*)();
+    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): dlsym's void* to a function
+    const auto reset = reinterpret_cast<ResetFn>(::dlsym(RTLD_DEFAULT, "ncclResetDebugInit"));
+    log_capture_ = std::make_unique<NcclLogCapture>(
+        reset == nullptr ? NcclLogCapture::Reset{} : NcclLogCapture::Reset{[reset] { reset(); }},
+        // NOLINTNEXTLINE(concurrency-mt-unsafe): read on this thread, between operations
+        [](const char* name) { return std::getenv(name); });
+  }
+  // Every rank takes part, so the group issues the same operations; the
+  // barriers keep the other ranks of this process out of NCCL while rank 0
+  // changes the environment NCCL's log reads.
+  const bool capturing = rank_ == 0 && log_capture_->available();
+  comm_->barrier();
+  if (capturing) log_capture_->begin();
+  comm_->barrier();
+  std::string log;
+  try {
+    run_once(spec);
+  } catch (...) {
+    if (capturing) (void)log_capture_->finish();
+    throw;
+  }
+  if (capturing) log = log_capture_->finish();
+  comm_->barrier();
+  if (rank_ != 0) return {std::nullopt, std::nullopt, "read on the group's first rank"};
+  if (!capturing) return {std::nullopt, std::nullopt, log_capture_->reason()};
+  return choice_from_nccl_log(log, spec.op);
+}
+
 std::optional<std::string> NcclTransport::device_text() const {
   return fmt::format("{} GPU {} {} {} {} (compute {}.{})", this_hostname(), gpu_.index, gpu_.name, gpu_.pci_bus_id,
                      gpu_.uuid, gpu_.cc_major, gpu_.cc_minor);
@@ -573,10 +608,7 @@ std::optional<std::string> NcclTransport::device_text() const {
 std::map<std::string, std::string> NcclTransport::libraries() const {
   return {{"cuda_driver", cuda_driver_version()},
           {"cuda_runtime", cuda_runtime_version()},
-          {"nccl_runtime", nccl_runtime_version()},
-          {"nccl_algorithm_protocol",
-           "not recorded: NCCL reports its per-op algorithm and protocol only in its debug log; run with "
-           "NCCL_DEBUG=INFO NCCL_DEBUG_SUBSYS=TUNING to see them"}};
+          {"nccl_runtime", nccl_runtime_version()}};
 }
 
 }  // namespace fabricbench

@@ -49,6 +49,8 @@ class MpiTransport final : public Transport {
   void barrier() override;
   double time_p2p(const P2PSpec& spec, int iters) override;
   [[nodiscard]] std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override;
+  // The MPI library chooses inside MPI: no algorithm, and the note says so.
+  [[nodiscard]] AlgorithmChoice capture_choice(const OpSpec& spec) override;
 
   // This rank's output as verify() reads it (for tests that corrupt it).
   [[nodiscard]] std::span<std::byte> output(const OpSpec& spec);

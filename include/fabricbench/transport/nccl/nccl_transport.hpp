@@ -86,6 +86,11 @@ class NcclTransport final : public Transport {
   void barrier() override;
   double time_p2p(const P2PSpec& spec, int iters) override;
   [[nodiscard]] std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override;
+  // Runs `spec` once with NCCL's tuning log switched to a private file
+  // (NcclLogCapture) on the group's rank 0, between barriers, so no other
+  // rank of this process is inside NCCL while the environment changes; the
+  // choice is read on rank 0, where NCCL writes it.
+  [[nodiscard]] AlgorithmChoice capture_choice(const OpSpec& spec) override;
   [[nodiscard]] std::optional<std::string> device_text() const override;
   [[nodiscard]] std::map<std::string, std::string> libraries() const override;
 
@@ -141,6 +146,7 @@ class NcclTransport final : public Transport {
   DeviceBuffer wrong_{sizeof(unsigned long long)};
   DeviceBuffer send_;
   DeviceBuffer recv_;
+  std::unique_ptr<NcclLogCapture> log_capture_;  // made on the first capture, on rank 0
 };
 
 }  // namespace fabricbench

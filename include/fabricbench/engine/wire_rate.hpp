@@ -1,0 +1,41 @@
+#pragma once
+// The rate each NIC carries in a multi-node all-reduce, from the measured
+// bus bandwidth. busbw is a per-rank figure (nccl-tests' definition: what
+// each link of a ring moves), so on k nodes it can exceed one NIC's line
+// rate without anything being wrong; this says what each NIC really moved.
+//
+// n ranks on k nodes (n/k per node), m NICs per node, message S bytes in
+// time t, busbw = 2(n-1)/n x S/t. What leaves a node each way per second:
+//   ring         every ring enters and leaves each node once, and each ring
+//                edge carries 2(n-1)/n of the ring's share: busbw in all,
+//                so busbw / m per NIC (busbw x k/n with one NIC per rank);
+//   in-network   CollNet (SHARP): each node sends its node-reduced S once to
+//                the switch: S/t = busbw x n/(2(n-1)), / m per NIC;
+//   lower bound  any algorithm without in-network reduction: the k nodes'
+//                node-reduced partial sums must meet, which takes at least
+//                2(k-1)/k x S per node (the all-reduce bound), i.e.
+//                busbw x (k-1)/k x n/(n-1) / m per NIC, busbw x (k-1)/(n-1)
+//                with one NIC per rank. NCCL's tree and NVLS_TREE reach it at
+//                k = 2; used for them, and when the algorithm is unknown
+//                (MPI), as "at least".
+// Assumed: traffic spread evenly over the node's NICs, no other traffic.
+
+#include <optional>
+#include <string>
+
+namespace fabricbench {
+
+struct NicWireRate {
+  std::optional<double> gbs;  // per NIC, each way, GB/s; nullopt when no NIC carried the data
+  std::string basis;          // ring | in_network | lower_bound | nvlink
+  int nics_per_node = 0;      // the m above
+};
+
+// nullopt unless it applies: k >= 2 nodes, n a multiple of k, m >= 1.
+// `algorithm` is NCCL's name (RING, TREE, NVLS_TREE, COLLNET_DIRECT, ...) or
+// nullopt when unknown. NVLS across nodes means one NVLink domain spanning
+// them (multi-node NVLink): no NIC carries the data (basis nvlink, no rate).
+std::optional<NicWireRate> nic_wire_rate(double busbw_gbs, int ranks, int nodes, int nics_per_node,
+                                         const std::optional<std::string>& algorithm);
+
+}  // namespace fabricbench
