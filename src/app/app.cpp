@@ -24,8 +24,8 @@
 #include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/watchdog.hpp"
-#include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
+#include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/sweep.hpp"
@@ -454,7 +454,8 @@ class RunPipeline {
     } else if (lead_ && result_.topology) {
       for (const NodeTopology& n : result_.topology->nodes) matrices.push_back(n.gpu_matrix);
     }
-    GpuLadderResult ladder = run_gpu_ladder(config_, *transport_, world_, layout_, matrices, PhaseLimit{seconds, cuts()});
+    GpuLadderResult ladder =
+        run_gpu_ladder(config_, *transport_, world_, layout_, matrices, PhaseLimit{seconds, cuts()});
     if (!lead_) return;
     for (const GpuLevelResult& l : ladder.levels)
       for (const GpuSetResult& s : l.sets) result_.wrong_total += s.wrong;

@@ -1,7 +1,7 @@
 #include <gtest/gtest.h>
 
-#include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
+#include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/transport/mpi/mpi_transport.hpp"
 

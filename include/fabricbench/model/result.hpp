@@ -12,8 +12,8 @@
 #include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/core/types.hpp"
-#include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
+#include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/scaling.hpp"
@@ -70,16 +70,16 @@ struct RunResult {
   ToolInfo tool;
   RunInfo run;
   std::vector<SweepRecord> records;
-  std::optional<ScaleResult> scaling;       // the ladder, when it ran
+  std::optional<ScaleResult> scaling;         // the ladder, when it ran
   std::optional<GpuLadderResult> gpu_ladder;  // the GPU-count ladder inside each node, when it ran
-  std::optional<PairsResult> pairs;         // the pair matrix, when it ran
-  std::optional<P2PSweepResult> p2p_sweep;  // p2p --sweep: the OSU tests between two ranks
-  std::vector<Finding> findings;            // slow nodes and links from the pair matrix
-  std::optional<ClusterTopology> topology;  // the topology probe, when it ran
-  std::optional<HealthResult> health;       // the quick pass, when it ran
-  std::optional<BudgetRecord> budget;       // with --budget: the shares and what was cut
-  bool complete = false;                    // false while the run is still going (or was interrupted)
-  std::optional<double> duration_s;         // wall time from start to the last save
+  std::optional<PairsResult> pairs;           // the pair matrix, when it ran
+  std::optional<P2PSweepResult> p2p_sweep;    // p2p --sweep: the OSU tests between two ranks
+  std::vector<Finding> findings;              // slow nodes and links from the pair matrix
+  std::optional<ClusterTopology> topology;    // the topology probe, when it ran
+  std::optional<HealthResult> health;         // the quick pass, when it ran
+  std::optional<BudgetRecord> budget;         // with --budget: the shares and what was cut
+  bool complete = false;                      // false while the run is still going (or was interrupted)
+  std::optional<double> duration_s;           // wall time from start to the last save
   std::uint64_t wrong_total = 0;
   bool checked = false;
   std::string end_reason;  // why an incomplete run ended (timeout, signal); empty otherwise
