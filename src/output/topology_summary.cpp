@@ -130,7 +130,7 @@ std::vector<std::string> inside_node_lines(const NodeTopology& n) {
     const std::string ratio = b.oversubscription ? fmt::format("{:.1f} GB/s up, {:.1f} GB/s below: {:.1f}:1",
                                                                *b.uplink_gbs, *b.downstream_gbs, *b.oversubscription)
                                                  : std::string("rates unknown");
-    lines.push_back(fmt::format("PCIe switch {}{}: {}, {} port{} in use, uplink {}, {}", b.pci_bus_id,
+    lines.push_back(fmt::format("PCIe switch {}{}: {} below ({} port{} in use), uplink {}, {}", b.pci_bus_id,
                                 b.parent ? fmt::format(" under {}", *b.parent) : "", gpu_list(indices_of(n, b.gpus)),
                                 b.occupied_ports ? std::to_string(*b.occupied_ports) : "?",
                                 b.occupied_ports == 1 ? "" : "s", uplink_text(b.link), ratio));
@@ -151,14 +151,16 @@ std::vector<std::string> inside_node_lines(const NodeTopology& n) {
     lines.push_back(fmt::format("ACS on the PCIe bridges{}: {}", n.gpus.size() >= 2 ? " between GPUs" : "",
                                 fmt::join(parts, ", ")));
   }
-  const IommuInfo& io = n.iommu;
-  std::vector<std::string> iommu;
-  if (!io.domain_types.empty()) iommu.push_back(fmt::format("domains {}", fmt::join(io.domain_types, ", ")));
-  if (io.units) iommu.push_back(fmt::format("{} unit{}", *io.units, *io.units == 1 ? "" : "s"));
-  if (io.groups) iommu.push_back(fmt::format("{} group{}", *io.groups, *io.groups == 1 ? "" : "s"));
-  if (!io.kernel_parameters.empty()) iommu.push_back(fmt::format("kernel {}", fmt::join(io.kernel_parameters, " ")));
-  lines.push_back(
-      fmt::format("IOMMU: {}{}", name(io.mode), iommu.empty() ? "" : fmt::format(" ({})", fmt::join(iommu, ", "))));
+  if (n.iommu) {
+    const IommuInfo& io = *n.iommu;
+    std::vector<std::string> iommu;
+    if (!io.domain_types.empty()) iommu.push_back(fmt::format("domains {}", fmt::join(io.domain_types, ", ")));
+    if (io.units) iommu.push_back(fmt::format("{} unit{}", *io.units, *io.units == 1 ? "" : "s"));
+    if (io.groups) iommu.push_back(fmt::format("{} group{}", *io.groups, *io.groups == 1 ? "" : "s"));
+    if (!io.kernel_parameters.empty()) iommu.push_back(fmt::format("kernel {}", fmt::join(io.kernel_parameters, " ")));
+    lines.push_back(
+        fmt::format("IOMMU: {}{}", name(io.mode), iommu.empty() ? "" : fmt::format(" ({})", fmt::join(iommu, ", "))));
+  }
   if (const std::string virt = virtualization_summary(n); !virt.empty()) lines.push_back("virtualization: " + virt);
   // Host copies at once, a line per group: median per GPU alone -> at once.
   std::vector<std::string> scopes;

@@ -109,16 +109,16 @@ void check_acs(ClusterTopology& cluster) {
 
 void check_iommu(ClusterTopology& cluster) {
   for (const NodeTopology& n : cluster.nodes) {
-    if (n.gpus.empty() || n.iommu.mode != IommuMode::translated) continue;
+    if (n.gpus.empty() || !n.iommu || n.iommu->mode != IommuMode::translated) continue;
     cluster.anomalies.push_back(
         {"iommu_translated", n.host.hostname, "",
          fmt::format("the IOMMU translates DMA (default domain {}{}): GPU peer-to-peer and GPUDirect RDMA traffic "
                      "is remapped, slower or refused. Fix: boot with iommu=pt (passthrough; with intel_iommu=on or "
                      "amd_iommu=on kept) unless the node hosts VMs that need translation",
-                     fmt::join(n.iommu.domain_types, ", "),
-                     n.iommu.kernel_parameters.empty()
+                     fmt::join(n.iommu->domain_types, ", "),
+                     n.iommu->kernel_parameters.empty()
                          ? std::string("; no iommu parameter on the kernel command line")
-                         : fmt::format("; kernel command line {}", fmt::join(n.iommu.kernel_parameters, " ")))});
+                         : fmt::format("; kernel command line {}", fmt::join(n.iommu->kernel_parameters, " ")))});
   }
 }
 
@@ -223,7 +223,7 @@ std::optional<std::string> judge_contention(const ConcurrentCopy& copy, const Pc
 
 std::string virtualization_summary(const NodeTopology& node) {
   std::vector<std::string> parts;
-  const Virtualization& v = node.virtualization;
+  const Virtualization v = node.virtualization.value_or(Virtualization{});
   std::vector<std::string> signs;
   if (v.hypervisor_flag == true) signs.emplace_back("hypervisor CPU flag");
   if (v.hypervisor && v.platform) signs.push_back(fmt::format("DMI '{}'", *v.platform));

@@ -95,10 +95,10 @@ void fields_of(Self& g, Field&& field) {
   field("h2d_gbs", g.h2d_gbs);
   field("d2h_gbs", g.d2h_gbs);
   field("local_copy_gbs", g.local_copy_gbs);
-  field("root_port", g.root_port);
-  field("pcie_switches", g.pcie_switches);
-  field("mig_instances", g.mig_instances);
-  field("virtualization", g.virtualization);
+  field("root_port", fields::omitted(g.root_port));
+  field("pcie_switches", fields::omitted(g.pcie_switches));
+  field("mig_instances", fields::omitted(g.mig_instances));
+  field("virtualization", fields::omitted(g.virtualization));
 }
 
 template <class Self, class Field>
@@ -208,11 +208,12 @@ void fields_of(Self& n, Field&& field) {
   field("d2d_gbs", n.d2d_gbs);
   field("method", fields::empty_as_null(n.method));
   field("notes", n.notes);
-  field("pcie_bridges", n.pcie_bridges);
-  field("iommu", n.iommu);
-  field("virtualization", n.virtualization);
-  field("host_copy_contention", n.host_copy_contention);
-  field("contention_method", fields::empty_as_null(n.contention_method));
+  // Left out when empty, so records written before they existed read back unchanged.
+  field("pcie_bridges", fields::omitted(n.pcie_bridges));
+  field("iommu", fields::omitted(n.iommu));
+  field("virtualization", fields::omitted(n.virtualization));
+  field("host_copy_contention", fields::omitted(n.host_copy_contention));
+  field("contention_method", fields::omitted(n.contention_method));
 }
 
 template <class Self, class Field>

@@ -108,9 +108,10 @@ TEST_F(InsideNode, SwitchesUplinksAndGpuPaths) {
   EXPECT_EQ(bridge("0000:32:03.0").acs, AcsState::open);
   EXPECT_EQ(bridge("0000:32:03.0").acs_control, 0);
   EXPECT_EQ(four.acs, AcsState::absent);
-  EXPECT_EQ(n.iommu.mode, IommuMode::off);
-  EXPECT_EQ(n.iommu.units, 0);
-  EXPECT_EQ(n.iommu.groups, 0);
+  ASSERT_TRUE(n.iommu);
+  EXPECT_EQ(n.iommu->mode, IommuMode::off);
+  EXPECT_EQ(n.iommu->units, 0);
+  EXPECT_EQ(n.iommu->groups, 0);
 
   EXPECT_EQ(lines_of(analyze_cluster({n})),
             std::vector<std::string>{
@@ -161,11 +162,12 @@ TEST_F(InsideNode, AcsRedirectNamesTheBridgesAndTheFix) {
 
 TEST_F(InsideNode, IommuTranslatingIsNamedWithTheFix) {
   const NodeTopology n = probe("pcie-switch-iommu", "io");
-  EXPECT_EQ(n.iommu.mode, IommuMode::translated);
-  EXPECT_EQ(n.iommu.units, 1);
-  EXPECT_EQ(n.iommu.groups, 4);
-  EXPECT_EQ(n.iommu.domain_types, std::vector<std::string>{"DMA-FQ"});
-  EXPECT_EQ(n.iommu.kernel_parameters, std::vector<std::string>{"amd_iommu=on"});
+  ASSERT_TRUE(n.iommu);
+  EXPECT_EQ(n.iommu->mode, IommuMode::translated);
+  EXPECT_EQ(n.iommu->units, 1);
+  EXPECT_EQ(n.iommu->groups, 4);
+  EXPECT_EQ(n.iommu->domain_types, std::vector<std::string>{"DMA-FQ"});
+  EXPECT_EQ(n.iommu->kernel_parameters, std::vector<std::string>{"amd_iommu=on"});
   EXPECT_EQ(lines_of(analyze_cluster({n})),
             std::vector<std::string>{
                 "iommu_translated io : the IOMMU translates DMA (default domain DMA-FQ; kernel command line "
@@ -180,10 +182,11 @@ TEST_F(InsideNode, MigAndVmAreNamedInTheSummary) {
   EXPECT_FALSE(mig.gpus.at(1).mig_instances);
   EXPECT_EQ(virtualization_summary(mig), "MIG: 0000:13:00.0 split into 7 MIG instances");
   const NodeTopology vm = probe("pcie-switch-vm", "vm");
-  EXPECT_EQ(vm.virtualization.hypervisor_flag, true);
-  EXPECT_EQ(vm.virtualization.hypervisor, "QEMU");
-  EXPECT_EQ(vm.virtualization.platform, "QEMU Standard PC (Q35 + ICH9, 2009)");
-  EXPECT_EQ(vm.virtualization.virtio_devices, 3);
+  ASSERT_TRUE(vm.virtualization);
+  EXPECT_EQ(vm.virtualization->hypervisor_flag, true);
+  EXPECT_EQ(vm.virtualization->hypervisor, "QEMU");
+  EXPECT_EQ(vm.virtualization->platform, "QEMU Standard PC (Q35 + ICH9, 2009)");
+  EXPECT_EQ(vm.virtualization->virtio_devices, 3);
   EXPECT_EQ(virtualization_summary(vm),
             "virtual machine on QEMU (hypervisor CPU flag, DMI 'QEMU Standard PC (Q35 + ICH9, 2009)', 3 virtio "
             "devices)");

@@ -279,10 +279,11 @@ struct NodeTopology {
   std::string method;              // how the bandwidths were measured; empty when not measured
   std::vector<std::string> notes;  // "what: why" for each fact that could not be told
   // Inside the node: the bridges on the GPUs' paths, the IOMMU, signs of a
-  // VM, and host copies at once against alone (empty when not measured).
+  // VM (empty in records written before they were probed), and host copies
+  // at once against alone (empty when not measured).
   std::vector<PcieBridge> pcie_bridges;
-  IommuInfo iommu;
-  Virtualization virtualization;
+  std::optional<IommuInfo> iommu;
+  std::optional<Virtualization> virtualization;
   std::vector<ConcurrentCopy> host_copy_contention;
   std::string contention_method;
 };
