@@ -15,6 +15,7 @@
 
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 
 namespace fabricbench {
@@ -574,6 +575,14 @@ void topology_section(const ReportRun& run, std::size_t index, std::ostream& out
         esc(name(n.gpudirect.status)));
   }
   out << "</table></div>\n";
+  // Inside each node: PCIe switches, ACS, IOMMU, virtualization, copies at once.
+  for (const NodeTopology& n : t.nodes) {
+    const std::vector<std::string> lines = inside_node_lines(n);
+    if (lines.empty()) continue;
+    out << fmt::format("<p class=\"inside\">Inside {}:</p>\n<ul class=\"inside\">\n", esc(n.host.hostname));
+    for (const std::string& line : lines) out << "<li>" << esc(line) << "</li>\n";
+    out << "</ul>\n";
+  }
   if (t.anomalies.empty()) {
     out << "<p class=\"anomalies muted\">No anomalies: the nodes agree.</p>\n";
   } else {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -9,6 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fabricbench/core/stats.hpp"
+#include "fabricbench/topology/node_analysis.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 
 namespace fabricbench {
@@ -91,12 +94,94 @@ void write_node(const NodeTopology& n, std::ostream& out) {
   }
   out << fmt::format("  GPUDirect RDMA: {}{}\n", name(n.gpudirect.status),
                      n.gpudirect.module ? fmt::format(" ({})", *n.gpudirect.module) : "");
+  for (const std::string& line : inside_node_lines(n)) out << "  " << line << '\n';
   if (!n.notes.empty())
     out << fmt::format("  {} fact{} unknown or odd; the JSON lists why\n", n.notes.size(),
                        n.notes.size() == 1 ? "" : "s");
 }
 
+std::vector<int> indices_of(const NodeTopology& n, const std::vector<std::string>& bus_ids) {
+  std::vector<int> out;
+  for (std::size_t i = 0; i < n.gpus.size(); ++i)
+    if (std::find(bus_ids.begin(), bus_ids.end(), n.gpus[i].pci_bus_id) != bus_ids.end())
+      out.push_back(n.gpus[i].index ? *n.gpus[i].index : static_cast<int>(i));
+  return out;
+}
+
+std::string uplink_text(const PcieLink& l) {
+  const auto v = [](std::optional<int> x) { return x ? std::to_string(*x) : std::string("?"); };
+  return fmt::format("Gen{} x{} (max Gen{} x{})", v(l.current_gen), v(l.current_width), v(l.max_gen), v(l.max_width));
+}
+
+std::optional<double> median_of(const std::vector<std::optional<double>>& values) {
+  std::vector<double> known;
+  for (const auto& v : values)
+    if (v) known.push_back(*v);
+  if (known.empty()) return std::nullopt;
+  return median(known);
+}
+
 }  // namespace
+
+std::vector<std::string> inside_node_lines(const NodeTopology& n) {
+  std::vector<std::string> lines;
+  for (const PcieBridge& b : n.pcie_bridges) {
+    if (b.role != BridgeRole::switch_upstream || b.gpus.empty()) continue;
+    const std::string ratio = b.oversubscription ? fmt::format("{:.1f} GB/s up, {:.1f} GB/s below: {:.1f}:1",
+                                                               *b.uplink_gbs, *b.downstream_gbs, *b.oversubscription)
+                                                 : std::string("rates unknown");
+    lines.push_back(fmt::format("PCIe switch {}{}: {} below ({} port{} in use), uplink {}, {}", b.pci_bus_id,
+                                b.parent ? fmt::format(" under {}", *b.parent) : "", gpu_list(indices_of(n, b.gpus)),
+                                b.occupied_ports ? std::to_string(*b.occupied_ports) : "?",
+                                b.occupied_ports == 1 ? "" : "s", uplink_text(b.link), ratio));
+  }
+  // ACS on the bridges between GPUs (some GPU below, some not), else on all.
+  std::map<AcsState, int> acs;
+  std::optional<std::string> why;
+  for (const PcieBridge& b : n.pcie_bridges) {
+    if (b.role == BridgeRole::switch_upstream || (n.gpus.size() >= 2 && b.gpus.size() >= n.gpus.size())) continue;
+    ++acs[b.acs];
+    if (b.acs == AcsState::unknown && b.acs_unknown && !why) why = b.acs_unknown;
+  }
+  if (!acs.empty()) {
+    std::vector<std::string> parts;
+    for (const auto& [state, count] : acs)
+      parts.push_back(fmt::format("{} {}{}", count, name(state),
+                                  state == AcsState::unknown && why ? fmt::format(" ({})", *why) : ""));
+    lines.push_back(fmt::format("ACS on the PCIe bridges{}: {}", n.gpus.size() >= 2 ? " between GPUs" : "",
+                                fmt::join(parts, ", ")));
+  }
+  if (n.iommu) {
+    const IommuInfo& io = *n.iommu;
+    std::vector<std::string> iommu;
+    if (!io.domain_types.empty()) iommu.push_back(fmt::format("domains {}", fmt::join(io.domain_types, ", ")));
+    if (io.units) iommu.push_back(fmt::format("{} unit{}", *io.units, *io.units == 1 ? "" : "s"));
+    if (io.groups) iommu.push_back(fmt::format("{} group{}", *io.groups, *io.groups == 1 ? "" : "s"));
+    if (!io.kernel_parameters.empty()) iommu.push_back(fmt::format("kernel {}", fmt::join(io.kernel_parameters, " ")));
+    lines.push_back(
+        fmt::format("IOMMU: {}{}", name(io.mode), iommu.empty() ? "" : fmt::format(" ({})", fmt::join(iommu, ", "))));
+  }
+  if (const std::string virt = virtualization_summary(n); !virt.empty()) lines.push_back("virtualization: " + virt);
+  // Host copies at once, a line per group: median per GPU alone -> at once.
+  std::vector<std::string> scopes;
+  for (const ConcurrentCopy& c : n.host_copy_contention)
+    if (std::find(scopes.begin(), scopes.end(), c.scope) == scopes.end()) scopes.push_back(c.scope);
+  for (const std::string& scope : scopes) {
+    std::vector<std::string> parts;
+    std::vector<int> gpus;
+    for (const ConcurrentCopy& c : n.host_copy_contention) {
+      if (c.scope != scope) continue;
+      gpus = c.gpus;
+      const auto fmt_gbs = [](std::optional<double> v) { return v ? fmt::format("{:.1f}", *v) : std::string("-"); };
+      parts.push_back(fmt::format("{} {} -> {}", c.direction == CopyDirection::host_to_device ? "H2D" : "D2H",
+                                  fmt_gbs(median_of(c.alone_gbs)), fmt_gbs(median_of(c.at_once_gbs))));
+    }
+    lines.push_back(fmt::format("host copies at once, {} ({}), GB/s per GPU alone -> at once: {}", scope,
+                                gpu_list(gpus), fmt::join(parts, ", ")));
+  }
+  if (!n.contention_method.empty()) lines.push_back("copies at once: " + n.contention_method);
+  return lines;
+}
 
 void write_topology_summary(const ClusterTopology& cluster, std::ostream& out) {
   out << fmt::format("# topology: {} node{}, {} configuration{}\n", cluster.nodes.size(),

@@ -2,6 +2,17 @@
 
 namespace fabricbench {
 
+ConcurrentCopies RecordedGpuSource::measure_concurrent(const std::vector<CopyGroup>& groups) {
+  asked_ = groups;
+  ConcurrentCopies out;
+  out.method = concurrent_.method;
+  out.notes = concurrent_.notes;
+  for (const CopyGroup& g : groups)
+    for (const ConcurrentCopy& c : concurrent_.copies)
+      if (c.scope == g.scope && c.gpus == g.gpus) out.copies.push_back(c);
+  return out;
+}
+
 #if !FABRICBENCH_HAVE_CUDA
 namespace {
 

@@ -6,13 +6,16 @@
 
 #include <dlfcn.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
+#include <map>
 #include <utility>
 
 #include <fmt/format.h>
 
 #include "fabricbench/topology/gpu_probe.hpp"
+#include "fabricbench/topology/node_analysis.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
 #include "fabricbench/transport/cuda/cuda_support.hpp"
 
@@ -113,6 +116,7 @@ class Nvml {
     remote_type = lib_.symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned, int*)>("nvmlDeviceGetNvLinkRemoteDeviceType");
     mig_mode = lib_.symbol<nvmlReturn_t (*)(nvmlDevice_t, unsigned*, unsigned*)>("nvmlDeviceGetMigMode");
     ecc_mode = lib_.symbol<nvmlReturn_t (*)(nvmlDevice_t, int*, int*)>("nvmlDeviceGetEccMode");
+    virtualization_mode = lib_.symbol<nvmlReturn_t (*)(nvmlDevice_t, int*)>("nvmlDeviceGetVirtualizationMode");
     if (init_ == nullptr || shutdown_ == nullptr) {
       error_ = "libnvidia-ml.so.1 lacks nvmlInit_v2";
       return;
@@ -152,6 +156,7 @@ class Nvml {
   nvmlReturn_t (*remote_type)(nvmlDevice_t, unsigned, int*) = nullptr;
   nvmlReturn_t (*mig_mode)(nvmlDevice_t, unsigned*, unsigned*) = nullptr;
   nvmlReturn_t (*ecc_mode)(nvmlDevice_t, int*, int*) = nullptr;
+  nvmlReturn_t (*virtualization_mode)(nvmlDevice_t, int*) = nullptr;
 
  private:
   SharedLibrary lib_;
@@ -220,6 +225,13 @@ void fill_from_nvml(const Nvml& nvml, GpuInfo& gpu, std::vector<std::string>& no
   int ecc_pending = 0;
   if (nvml.ecc_mode != nullptr && nvml.ecc_mode(dev, &ecc, &ecc_pending) == nvml_success)
     gpu.ecc_mode = ecc != 0 ? "enabled" : "disabled";
+  // nvmlGpuVirtualizationMode_t: 0 none, 1 passthrough, 2 vGPU, 3 host vGPU, 4 host vSGA.
+  int virt = 0;
+  if (nvml.virtualization_mode != nullptr && nvml.virtualization_mode(dev, &virt) == nvml_success && virt != 0) {
+    static constexpr std::array<const char*, 5> modes{"none", "passthrough", "vgpu", "host_vgpu", "host_vsga"};
+    gpu.virtualization = virt > 0 && virt < static_cast<int>(modes.size()) ? modes[static_cast<std::size_t>(virt)]
+                                                                           : fmt::format("mode {}", virt);
+  }
 }
 
 constexpr std::size_t copy_bytes = std::size_t{64} << 20;
@@ -297,6 +309,68 @@ void enable_peer_access(int from, int to, std::vector<std::string>& notes) {
   } catch (const std::exception& e) {
     notes.push_back(fmt::format("GPU {} to GPU {}: {}", from, to, e.what()));
   }
+}
+
+// Host copies at once: each GPU copies `burst_copies` buffers back to back
+// on its own stream, all GPUs' bursts enqueued together, so they overlap for
+// all but the first microseconds; each GPU's rate is its bytes over its own
+// events' time. Alone is the same burst with no other GPU copying.
+constexpr int burst_copies = 8;
+constexpr int burst_rounds = 3;
+
+struct BurstLane {
+  int device = 0;
+  void* device_buffer = nullptr;
+  void* host_buffer = nullptr;
+};
+
+// The rate of each lane, best of `burst_rounds` after one warm-up, with all
+// lanes copying together; empty entries with a note where a lane failed.
+std::vector<std::optional<double>> time_bursts(const std::vector<BurstLane>& lanes, CopyDirection direction,
+                                               const std::string& what, std::vector<std::string>& notes) {
+  std::vector<std::optional<double>> best(lanes.size());
+  try {
+    std::vector<Stream> streams;
+    std::vector<Event> starts;
+    std::vector<Event> stops;
+    for (const BurstLane& lane : lanes) {
+      const DeviceGuard guard(lane.device);
+      streams.emplace_back();
+      starts.emplace_back();
+      stops.emplace_back();
+    }
+    const cudaMemcpyKind kind =
+        direction == CopyDirection::host_to_device ? cudaMemcpyHostToDevice : cudaMemcpyDeviceToHost;
+    for (int round = 0; round < 1 + burst_rounds; ++round) {
+      for (std::size_t k = 0; k < lanes.size(); ++k) {
+        const DeviceGuard guard(lanes[k].device);
+        void* dst = kind == cudaMemcpyHostToDevice ? lanes[k].device_buffer : lanes[k].host_buffer;
+        const void* src = kind == cudaMemcpyHostToDevice ? lanes[k].host_buffer : lanes[k].device_buffer;
+        FB_CUDA_CHECK(cudaEventRecord(starts[k].get(), streams[k].get()));
+        for (int c = 0; c < burst_copies; ++c)
+          FB_CUDA_CHECK(cudaMemcpyAsync(dst, src, copy_bytes, kind, streams[k].get()));
+        FB_CUDA_CHECK(cudaEventRecord(stops[k].get(), streams[k].get()));
+      }
+      const auto deadline = std::chrono::steady_clock::now() + copy_timeout;
+      for (std::size_t k = 0; k < lanes.size(); ++k) {
+        const DeviceGuard guard(lanes[k].device);
+        if (!wait_event_until(stops[k].get(), deadline)) {
+          notes.push_back(fmt::format("{}: GPU {}'s copies did not finish within {} s", what, lanes[k].device,
+                                      copy_timeout.count()));
+          return std::vector<std::optional<double>>(lanes.size());
+        }
+        float ms = 0;
+        FB_CUDA_CHECK(cudaEventElapsedTime(&ms, starts[k].get(), stops[k].get()));
+        if (round == 0 || ms <= 0) continue;
+        const double gbs = static_cast<double>(copy_bytes) * burst_copies / (ms * 1e-3) / 1e9;
+        if (!best[k] || gbs > *best[k]) best[k] = gbs;
+      }
+    }
+  } catch (const std::exception& e) {
+    notes.push_back(fmt::format("{}: {}", what, e.what()));
+    return std::vector<std::optional<double>>(lanes.size());
+  }
+  return best;
 }
 
 class SystemGpuSource final : public GpuInfoSource {
@@ -414,6 +488,60 @@ class SystemGpuSource final : public GpuInfoSource {
         out.d2d_gbs[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] = time_copy(
             i, fmt::format("GPU {} to GPU {}", i, j),
             [&](cudaStream_t s) { return cudaMemcpyPeerAsync(dst, j, src, i, copy_bytes, s); }, out.notes);
+      }
+    }
+    return out;
+  }
+
+  ConcurrentCopies measure_concurrent(const std::vector<CopyGroup>& groups) override {
+    ConcurrentCopies out;
+    if (devices_ == 0 || groups.empty()) return out;
+    out.method = fmt::format(
+        "per GPU, {} cudaMemcpyAsync of {} MiB back to back on its own stream between its memory and its own "
+        "pinned host buffer; the group's bursts enqueued together; best of {} rounds after 1 warm-up, each GPU "
+        "timed by its own CUDA events; alone is the same burst with no other GPU copying",
+        burst_copies, copy_bytes >> 20, burst_rounds);
+    // One device buffer and one pinned host buffer per GPU in any group.
+    std::map<int, std::pair<DeviceBuffer, PinnedBuffer>> buffers;
+    for (const CopyGroup& g : groups) {
+      for (const int d : g.gpus) {
+        if (d < 0 || d >= devices_ || buffers.contains(d)) continue;
+        try {
+          const DeviceGuard guard(d);
+          buffers.emplace(d, std::make_pair(DeviceBuffer(copy_bytes), PinnedBuffer(copy_bytes)));
+        } catch (const std::exception& e) {
+          out.notes.push_back(fmt::format("GPU {}: copy buffers for the copies at once: {}", d, e.what()));
+        }
+      }
+    }
+    const auto lane = [&](int d) {
+      const auto& [dev, host] = buffers.at(d);
+      return BurstLane{d, dev.get(), host.get()};
+    };
+    std::map<std::pair<int, CopyDirection>, std::optional<double>> alone;
+    for (const CopyDirection dir : {CopyDirection::host_to_device, CopyDirection::device_to_host}) {
+      for (const auto& [d, unused] : buffers) {
+        (void)unused;
+        alone[{d, dir}] = time_bursts({lane(d)}, dir, fmt::format("GPU {} {} alone", d, name(dir)), out.notes).front();
+      }
+      for (const CopyGroup& g : groups) {
+        ConcurrentCopy c;
+        c.scope = g.scope;
+        c.bridge = g.bridge;
+        c.direction = dir;
+        c.gpus = g.gpus;
+        std::vector<BurstLane> lanes;
+        for (const int d : g.gpus)
+          if (buffers.contains(d)) lanes.push_back(lane(d));
+        const auto at_once = time_bursts(
+            lanes, dir, fmt::format("{} ({}) at once, {}", g.scope, gpu_list(g.gpus), name(dir)), out.notes);
+        for (const int d : g.gpus) {
+          c.alone_gbs.push_back(alone[{d, dir}]);
+          const auto it = std::find_if(lanes.begin(), lanes.end(), [&](const BurstLane& l) { return l.device == d; });
+          c.at_once_gbs.push_back(it == lanes.end() ? std::nullopt
+                                                    : at_once[static_cast<std::size_t>(it - lanes.begin())]);
+        }
+        out.copies.push_back(std::move(c));
       }
     }
     return out;

@@ -8,6 +8,7 @@
 #include <fmt/ranges.h>
 
 #include "fabricbench/core/stats.hpp"
+#include "fabricbench/topology/node_analysis.hpp"
 
 namespace fabricbench {
 namespace {
@@ -245,6 +246,8 @@ std::string node_signature(const NodeTopology& node) {
   parts.push_back(fmt::format("{} socket{}, {} cores, {} GiB", h.sockets ? std::to_string(*h.sockets) : "?",
                               h.sockets && *h.sockets == 1 ? "" : "s", h.cores ? std::to_string(*h.cores) : "?",
                               h.memory_bytes ? std::to_string(*h.memory_bytes >> 30) : "?"));
+  // A VM or sliced GPUs are another configuration than bare metal.
+  if (std::string virt = virtualization_summary(node); !virt.empty()) parts.push_back(std::move(virt));
   return fmt::format("{}", fmt::join(parts, " | "));
 }
 
@@ -269,6 +272,7 @@ ClusterTopology analyze_cluster(std::vector<NodeTopology> nodes) {
   check_nics(c, cluster.nodes);
   check_node_local(c, cluster.nodes);
   check_bandwidth(c, cluster.nodes);
+  check_inside_nodes(cluster);
   return cluster;
 }
 

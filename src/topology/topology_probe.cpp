@@ -9,6 +9,8 @@
 
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/topology/node_analysis.hpp"
+#include "fabricbench/topology/pcie_probe.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
@@ -107,6 +109,9 @@ NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& source, bool mea
     node.gpus = std::move(pci_gpus);
   }
   compute_matrices(roots, node);
+  node.pcie_bridges = probe_pcie_bridges(roots, node.gpus, node.notes);
+  node.iommu = probe_iommu(roots, node.gpus, node.notes);
+  node.virtualization = probe_virtualization(roots, node.gpus, node.notes);
 
   if (measure && node.gpu_status.empty() && !node.gpus.empty()) {
     GpuBandwidth bw = source.measure();
@@ -120,6 +125,13 @@ NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& source, bool mea
       if (i < bw.local_copy_gbs.size()) gpu.local_copy_gbs = bw.local_copy_gbs[i];
     }
     node.d2d_gbs = std::move(bw.d2d_gbs);
+    // Host copies at once, by the groups that share a link.
+    if (const std::vector<CopyGroup> groups = contention_groups(node); !groups.empty()) {
+      ConcurrentCopies copies = source.measure_concurrent(groups);
+      node.host_copy_contention = std::move(copies.copies);
+      node.contention_method = std::move(copies.method);
+      node.notes.insert(node.notes.end(), copies.notes.begin(), copies.notes.end());
+    }
   }
   return node;
 }

@@ -29,6 +29,20 @@ std::optional<LinkPeer> from_name(std::string_view text, fields::tag<LinkPeer>) 
 std::optional<NicBus> from_name(std::string_view text, fields::tag<NicBus>) { return parse_nic_bus(text); }
 std::optional<GdrStatus> from_name(std::string_view text, fields::tag<GdrStatus>) { return parse_gdr_status(text); }
 std::optional<NicKind> from_name(std::string_view text, fields::tag<NicKind>) { return parse_nic_kind(text); }
+// The sets inside a node: a name this build does not know reads as unknown
+// where the set has one, else the field stays at its default.
+std::optional<BridgeRole> from_name(std::string_view text, fields::tag<BridgeRole>) {
+  return parse_in(bridge_role_names, text);
+}
+std::optional<AcsState> from_name(std::string_view text, fields::tag<AcsState>) {
+  return parse_in(acs_state_names, text).value_or(AcsState::unknown);
+}
+std::optional<IommuMode> from_name(std::string_view text, fields::tag<IommuMode>) {
+  return parse_in(iommu_mode_names, text).value_or(IommuMode::unknown);
+}
+std::optional<CopyDirection> from_name(std::string_view text, fields::tag<CopyDirection>) {
+  return parse_in(copy_direction_names, text);
+}
 
 template <class Self, class Field>
 requires std::same_as<std::remove_const_t<Self>, HostInfo>
@@ -81,6 +95,10 @@ void fields_of(Self& g, Field&& field) {
   field("h2d_gbs", g.h2d_gbs);
   field("d2h_gbs", g.d2h_gbs);
   field("local_copy_gbs", g.local_copy_gbs);
+  field("root_port", fields::omitted(g.root_port));
+  field("pcie_switches", fields::omitted(g.pcie_switches));
+  field("mig_instances", fields::omitted(g.mig_instances));
+  field("virtualization", fields::omitted(g.virtualization));
 }
 
 template <class Self, class Field>
@@ -128,6 +146,53 @@ void fields_of(Self& a, Field&& field) {
 }
 
 template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PcieBridge>
+void fields_of(Self& b, Field&& field) {
+  field("pci_bus_id", b.pci_bus_id);
+  field("role", b.role);
+  field("parent", b.parent);
+  field("link", b.link);
+  field("gpus", b.gpus);
+  field("occupied_ports", b.occupied_ports);
+  field("uplink_gbs", b.uplink_gbs);
+  field("downstream_gbs", b.downstream_gbs);
+  field("oversubscription", b.oversubscription);
+  field("acs", b.acs);
+  field("acs_control", b.acs_control);
+  field("acs_unknown", b.acs_unknown);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, IommuInfo>
+void fields_of(Self& i, Field&& field) {
+  field("mode", i.mode);
+  field("units", i.units);
+  field("groups", i.groups);
+  field("domain_types", i.domain_types);
+  field("kernel_parameters", i.kernel_parameters);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, Virtualization>
+void fields_of(Self& v, Field&& field) {
+  field("hypervisor_flag", v.hypervisor_flag);
+  field("hypervisor", v.hypervisor);
+  field("platform", v.platform);
+  field("virtio_devices", v.virtio_devices);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, ConcurrentCopy>
+void fields_of(Self& c, Field&& field) {
+  field("scope", c.scope);
+  field("bridge", c.bridge);
+  field("direction", c.direction);
+  field("gpus", c.gpus);
+  field("alone_gbs", c.alone_gbs);
+  field("at_once_gbs", c.at_once_gbs);
+}
+
+template <class Self, class Field>
 requires std::same_as<std::remove_const_t<Self>, NodeTopology>
 void fields_of(Self& n, Field&& field) {
   field("host", n.host);
@@ -143,6 +208,12 @@ void fields_of(Self& n, Field&& field) {
   field("d2d_gbs", n.d2d_gbs);
   field("method", fields::empty_as_null(n.method));
   field("notes", n.notes);
+  // Left out when empty, so records written before they existed read back unchanged.
+  field("pcie_bridges", fields::omitted(n.pcie_bridges));
+  field("iommu", fields::omitted(n.iommu));
+  field("virtualization", fields::omitted(n.virtualization));
+  field("host_copy_contention", fields::omitted(n.host_copy_contention));
+  field("contention_method", fields::omitted(n.contention_method));
 }
 
 template <class Self, class Field>

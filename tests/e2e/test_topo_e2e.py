@@ -72,6 +72,33 @@ class Topo(unittest.TestCase):
         self.assertIn("Debian GNU/Linux 12 (bookworm)", proc.stdout)
         validate(self, self.json)
 
+    def test_inside_one_server_is_shown_and_judged(self):
+        expected = {"pcie-switch-2x2": [], "pcie-switch-2-4": ["pcie_oversubscribed"],
+                    "pcie-switch-acs": ["acs_redirect"], "pcie-switch-iommu": ["iommu_translated"],
+                    "pcie-switch-mig": [], "pcie-switch-vm": []}
+        for name, kinds in expected.items():
+            root = self.fixture(name)
+            proc = mpirun(1, "topo", "--sysfs-root", os.path.join(root, "sys"), "--procfs-root",
+                          os.path.join(root, "proc"), "--json", self.json)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            self.assertIn("  PCIe switch 0000:11:00.0 under 0000:10:01.0: GPUs 0, 1 below", proc.stdout)
+            validate(self, self.json)
+            with open(self.json, encoding="utf-8") as f:
+                topo = json.load(f)["topology"]
+            self.assertEqual([a["kind"] for a in topo["anomalies"]], kinds, name)
+            node = topo["nodes"][0]
+            self.assertEqual(node["gpus"][0]["pcie_switches"], ["0000:11:00.0"])
+            if name == "pcie-switch-acs":
+                self.assertIn("ACS on the PCIe bridges between GPUs: 6 redirect", proc.stdout)
+            if name == "pcie-switch-iommu":
+                self.assertEqual(node["iommu"]["mode"], "translated")
+            if name == "pcie-switch-mig":
+                self.assertEqual(node["gpus"][0]["mig_instances"], 7)
+                self.assertIn("virtualization: MIG: 0000:13:00.0 split into 7 MIG instances", proc.stdout)
+            if name == "pcie-switch-vm":
+                self.assertEqual(node["virtualization"]["hypervisor"], "QEMU")
+                self.assertIn("virtualization: virtual machine on QEMU", proc.stdout)
+
     def test_run_has_a_topology_section(self):
         proc = mpirun(2, "run", "--sizes", "1K", "--iters", "2", "--scale-bytes", "64K", "--no-measure",
                       "--json", self.json)

@@ -272,6 +272,34 @@ TEST(NcclTransport, TheTransportsDeviceIsCurrentAfterTheTopologyProbe) {
   EXPECT_GT(t.time_batch(spec, 20, true).seconds, 0.0);
 }
 
+// Host copies at once: every GPU alone and all of them together, each with a
+// rate, and the device left current as it was.
+TEST(TopologyGpu, HostCopiesAtOnceHaveARatePerGpu) {
+  int count = 0;
+  ASSERT_EQ(cudaGetDeviceCount(&count), cudaSuccess);
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const std::unique_ptr<GpuInfoSource> probe = make_system_gpu_source();
+  ASSERT_EQ(probe->query().gpus.size(), static_cast<std::size_t>(count));
+  CopyGroup all{"all GPUs", std::nullopt, {}};
+  for (int d = 0; d < count; ++d) all.gpus.push_back(d);
+  const ConcurrentCopies copies = probe->measure_concurrent({all});
+  for (const std::string& note : copies.notes) ADD_FAILURE() << note;
+  EXPECT_FALSE(copies.method.empty());
+  ASSERT_EQ(copies.copies.size(), 2U);  // host-to-device, device-to-host
+  for (const ConcurrentCopy& c : copies.copies) {
+    EXPECT_EQ(c.gpus, all.gpus);
+    ASSERT_EQ(c.alone_gbs.size(), all.gpus.size());
+    ASSERT_EQ(c.at_once_gbs.size(), all.gpus.size());
+    for (std::size_t i = 0; i < all.gpus.size(); ++i) {
+      EXPECT_GT(c.alone_gbs[i].value_or(0), 0.0);
+      EXPECT_GT(c.at_once_gbs[i].value_or(0), 0.0);
+    }
+  }
+  int current = -1;
+  ASSERT_EQ(cudaGetDevice(&current), cudaSuccess);
+  EXPECT_EQ(current, 0);
+}
+
 TEST(NcclTransport, NoHoldUnderCudaLaunchBlocking) {
   // The runtime reads CUDA_LAUNCH_BLOCKING once per process (gpu-check.sh
   // runs the binary under it); the transport's own reading is checked here.

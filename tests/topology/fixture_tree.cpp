@@ -1,6 +1,7 @@
 #include "fixture_tree.hpp"
 
 #include <fstream>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -217,10 +218,111 @@ void cloud_vm(const Tree& t, const std::string& hostname) {
   t.link("sys/class/net/eth0", net);
 }
 
+// ---- PCIe switch nodes: sharing, ACS, IOMMU, MIG, VM
+
+// 4 KiB of PCIe config space whose extended capability list holds AER at
+// 0x100 and ACS (0x000D) at 0x148 with `acs_control` in its Control
+// register; AER alone without it.
+std::string config_with_acs(std::optional<unsigned> acs_control) {
+  std::string c(4096, '\0');
+  const auto put32 = [&](std::size_t at, unsigned v) {
+    for (int b = 0; b < 4; ++b) c[at + static_cast<std::size_t>(b)] = static_cast<char>((v >> (8 * b)) & 0xffU);
+  };
+  put32(0x00, 0x00001000U);  // vendor/device ids (not read)
+  if (!acs_control) {
+    put32(0x100, 0x0001U | (1U << 16));  // AER only: a switch's upstream port has no ACS
+    return c;
+  }
+  put32(0x100, 0x0001U | (1U << 16) | (0x148U << 20));  // AER, version 1, next 0x148
+  put32(0x148, 0x000dU | (1U << 16));                   // ACS, version 1, last
+  put32(0x14c, 0x005fU | (*acs_control << 16));         // capability 0x5f, control
+  return c;
+}
+
+struct SwitchNode {
+  std::vector<int> gpus_per_switch{2, 2};
+  std::optional<unsigned> acs_control;  // on every bridge; none: no config files
+  bool iommu_dma = false;
+  bool mig = false;
+  bool vm = false;
+};
+
+const Link gen5_empty{"Unknown", 0, "32.0 GT/s PCIe", 16};
+
+void switch_node(const Tree& t, const std::string& hostname, const SwitchNode& spec) {
+  host(t, hostname, "AMD EPYC 9454 48-Core Processor", 1, 48, 2, 792729600ULL, 1, "Ubuntu 24.04.1 LTS",
+       "6.8.0-45-generic");
+  nvidia_driver(t, true);
+  t.dir("sys/class/iommu");
+  t.dir("sys/kernel/iommu_groups");
+  t.file("proc/cmdline", "BOOT_IMAGE=/vmlinuz-6.8.0-45-generic root=/dev/nvme0n1p2 ro quiet\n");
+  int group = 0;
+  int minor = 0;
+  for (std::size_t s = 0; s < spec.gpus_per_switch.size(); ++s) {
+    const unsigned r = 0x10 + 0x20 * static_cast<unsigned>(s);
+    const std::string root = fmt::format("pci0000:{:02x}", r);
+    const std::string rp = pci(t, root, bdf(r, 1), "0x1022", "0x060400", 0, &gen5x16);
+    const std::string usp = pci(t, rp, bdf(r + 1), "0x1000", "0x060400", 0, &gen5x16);
+    std::vector<std::string> bridges{rp, usp};
+    const int n = spec.gpus_per_switch[s];
+    for (int k = 0; k < n; ++k) {
+      const auto kk = static_cast<unsigned>(k);
+      const std::string dsp = pci(t, usp, bdf(r + 2, kk), "0x1000", "0x060400", 0, &gen5x16);
+      bridges.push_back(dsp);
+      const std::string gpu_bus = bdf(r + 3 + kk);
+      const std::string gpu = pci(t, dsp, gpu_bus, "0x10de", "0x030200", 0, &gen5x16, "nvidia");
+      if (spec.iommu_dma) {
+        const std::string g = fmt::format("sys/kernel/iommu_groups/{}", group++);
+        t.file(g + "/type", "DMA-FQ\n");
+        t.link("sys/devices/" + gpu + "/iommu_group", g);
+      }
+      t.file("proc/driver/nvidia/gpus/" + gpu_bus + "/information",
+             fmt::format("Model: \t\t NVIDIA H100 PCIe\nIRQ:   \t\t 0\nBus Location: \t {}\nDevice Minor: \t {}\n",
+                         gpu_bus, minor));
+      if (spec.mig && minor == 0)
+        for (int gi = 1; gi <= 7; ++gi) t.dir(fmt::format("proc/driver/nvidia/capabilities/gpu0/mig/gi{}/access", gi));
+      ++minor;
+    }
+    // An empty downstream port: nothing trained on it, it carries nothing.
+    bridges.push_back(pci(t, usp, bdf(r + 2, static_cast<unsigned>(n)), "0x1000", "0x060400", 0, &gen5_empty));
+    if (spec.acs_control)
+      for (const std::string& b : bridges)
+        t.file("sys/devices/" + b + "/config", config_with_acs(b == usp ? std::nullopt : spec.acs_control));
+  }
+  if (spec.iommu_dma) {
+    t.dir("sys/class/iommu/ivhd0");
+    t.file("proc/cmdline", "BOOT_IMAGE=/vmlinuz-6.8.0-45-generic root=/dev/nvme0n1p2 ro amd_iommu=on quiet\n");
+  }
+  if (spec.vm) {
+    std::string cpuinfo;
+    for (int p = 0; p < 8; ++p)
+      cpuinfo += fmt::format(
+          "processor\t: {}\nvendor_id\t: AuthenticAMD\nmodel name\t: AMD EPYC 9454 48-Core Processor\n"
+          "physical id\t: 0\ncore id\t\t: {}\nflags\t\t: fpu vme de pse tsc msr pae hypervisor lahf_lm\n\n",
+          p, p);
+    t.file("proc/cpuinfo", cpuinfo);
+    t.file("sys/class/dmi/id/sys_vendor", "QEMU\n");
+    t.file("sys/class/dmi/id/product_name", "Standard PC (Q35 + ICH9, 2009)\n");
+    for (int v = 0; v < 3; ++v) t.dir(fmt::format("sys/bus/virtio/devices/virtio{}", v));
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> fixture_names() {
-  return {"dgx", "pcie4-roce", "cloud-vm", "dgx-port-down", "dgx-slow-port", "dgx-pcie-gen4x8", "dgx-no-peermem"};
+  return {"dgx",
+          "pcie4-roce",
+          "cloud-vm",
+          "dgx-port-down",
+          "dgx-slow-port",
+          "dgx-pcie-gen4x8",
+          "dgx-no-peermem",
+          "pcie-switch-2x2",
+          "pcie-switch-2-4",
+          "pcie-switch-acs",
+          "pcie-switch-iommu",
+          "pcie-switch-mig",
+          "pcie-switch-vm"};
 }
 
 void write_fixture(const std::string& name, const std::filesystem::path& root, const std::string& hostname) {
@@ -249,6 +351,19 @@ void write_fixture(const std::string& name, const std::filesystem::path& root, c
     t.file(gpu + "current_link_width", "8\n");
   } else if (name == "dgx-no-peermem") {
     dgx(t, hostname, false);
+  } else if (name == "pcie-switch-2x2") {
+    switch_node(t, hostname, {.acs_control = 0x0000});
+  } else if (name == "pcie-switch-2-4") {
+    switch_node(t, hostname, {.gpus_per_switch = {2, 4}, .acs_control = 0x0000});
+  } else if (name == "pcie-switch-acs") {
+    // Source Validation, P2P Request and Completion Redirect, Upstream Forwarding: what a VM host's BIOS sets.
+    switch_node(t, hostname, {.acs_control = 0x001d});
+  } else if (name == "pcie-switch-iommu") {
+    switch_node(t, hostname, {.acs_control = 0x0000, .iommu_dma = true});
+  } else if (name == "pcie-switch-mig") {
+    switch_node(t, hostname, {.acs_control = 0x0000, .mig = true});
+  } else if (name == "pcie-switch-vm") {
+    switch_node(t, hostname, {.acs_control = 0x0000, .vm = true});
   } else {
     throw std::invalid_argument("unknown topology fixture '" + name + "'");
   }

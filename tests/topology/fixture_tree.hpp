@@ -9,6 +9,13 @@
 // NICs at 200 Gb/s, one management port), "cloud-vm" (virtio Ethernet only),
 // and the broken DGX variants "dgx-port-down" (mlx5_3 DOWN), "dgx-slow-port"
 // (mlx5_5 at 200 Gb/s), "dgx-pcie-gen4x8" (GPU 2 at Gen4 x8), "dgx-no-peermem".
+// PCIe switch nodes (one socket, each switch under its own root port, Gen5
+// x16 links everywhere, one empty downstream port per switch, config space
+// with an ACS capability): "pcie-switch-2x2" (two switches of 2 GPUs, ACS
+// open, IOMMU off), "pcie-switch-2-4" (2 and 4 GPUs), "pcie-switch-acs" (P2P
+// redirect on every bridge), "pcie-switch-iommu" (DMA-FQ domains,
+// amd_iommu=on), "pcie-switch-mig" (GPU 0 split into 7 MIG instances),
+// "pcie-switch-vm" (hypervisor CPU flag, QEMU DMI, 3 virtio devices).
 
 #include <filesystem>
 #include <string>

@@ -36,6 +36,20 @@ struct GpuBandwidth {
   std::vector<std::string> notes;
 };
 
+// GPUs that copy to and from the host at once: those below one PCIe switch
+// or root port, or all of them.
+struct CopyGroup {
+  std::string scope;
+  std::optional<std::string> bridge;
+  std::vector<int> gpus;  // CUDA indices
+};
+
+struct ConcurrentCopies {
+  std::string method;
+  std::vector<ConcurrentCopy> copies;  // per group, host-to-device then device-to-host
+  std::vector<std::string> notes;
+};
+
 class GpuInfoSource {
  public:
   GpuInfoSource() = default;
@@ -46,19 +60,31 @@ class GpuInfoSource {
   virtual GpuReport query() = 0;
   // Copy bandwidths of the GPUs `query` found; empty vectors when there are none.
   virtual GpuBandwidth measure() = 0;
+  // Host<->device copies of each group's GPUs all at once, against each
+  // alone, timed the same way. A source that cannot copy returns nothing.
+  virtual ConcurrentCopies measure_concurrent(const std::vector<CopyGroup>& groups) {
+    (void)groups;
+    return {};
+  }
 };
 
 // Replays recorded values.
 class RecordedGpuSource final : public GpuInfoSource {
  public:
-  RecordedGpuSource(GpuReport report, GpuBandwidth bandwidth)
-      : report_(std::move(report)), bandwidth_(std::move(bandwidth)) {}
+  RecordedGpuSource(GpuReport report, GpuBandwidth bandwidth, ConcurrentCopies concurrent = {})
+      : report_(std::move(report)), bandwidth_(std::move(bandwidth)), concurrent_(std::move(concurrent)) {}
   GpuReport query() override { return report_; }
   GpuBandwidth measure() override { return bandwidth_; }
+  // The recorded copies of the groups asked for (matched by scope and GPUs);
+  // the groups asked are kept for the tests to read.
+  ConcurrentCopies measure_concurrent(const std::vector<CopyGroup>& groups) override;
+  [[nodiscard]] const std::vector<CopyGroup>& groups_asked() const { return asked_; }
 
  private:
   GpuReport report_;
   GpuBandwidth bandwidth_;
+  ConcurrentCopies concurrent_;
+  std::vector<CopyGroup> asked_;
 };
 
 // The GPUs of this machine: CUDA runtime plus NVML when built with CUDA,

@@ -108,6 +108,16 @@ struct GpuInfo {
   std::optional<double> h2d_gbs;
   std::optional<double> d2h_gbs;
   std::optional<double> local_copy_gbs;
+  // Its path to the root complex (sysfs): the root port, and the upstream
+  // ports of the PCIe switches between, from the root down.
+  std::optional<std::string> root_port;
+  std::vector<std::string> pcie_switches;
+  // GPU instances carved out of it (MIG), from the driver's capabilities in procfs.
+  std::optional<int> mig_instances;
+  // "vgpu", "passthrough", "host_vgpu", "host_vsga" (NVML's virtualization
+  // mode), "sriov_vf" (an SR-IOV virtual function in sysfs); empty on bare
+  // metal or when unknown.
+  std::optional<std::string> virtualization;
 };
 
 struct HostInfo {
@@ -163,6 +173,91 @@ struct GpuNicAffinity {
   std::optional<PciPath> path;     // empty when it cannot be told
 };
 
+// ---- Inside one node: PCIe sharing, peer-to-peer readiness, virtualization
+
+// A bridge's place on the PCIe tree.
+enum class BridgeRole { root_port, switch_upstream, switch_downstream };
+inline constexpr NameTable<BridgeRole, 3> bridge_role_names{{
+    {BridgeRole::root_port, "root_port"},
+    {BridgeRole::switch_upstream, "switch_upstream"},
+    {BridgeRole::switch_downstream, "switch_downstream"},
+}};
+constexpr std::string_view name(BridgeRole role) { return name_in(bridge_role_names, role); }
+
+// Access Control Services on a bridge: P2P request or completion redirect on
+// (peer traffic is sent up to the root complex), the capability with both
+// off (open), no ACS capability (absent), or it cannot be read (unknown).
+enum class AcsState { redirect, open, absent, unknown };
+inline constexpr NameTable<AcsState, 4> acs_state_names{{
+    {AcsState::redirect, "redirect"},
+    {AcsState::open, "open"},
+    {AcsState::absent, "absent"},
+    {AcsState::unknown, "unknown"},
+}};
+constexpr std::string_view name(AcsState state) { return name_in(acs_state_names, state); }
+
+// A PCIe bridge on some GPU's path to the root complex.
+struct PcieBridge {
+  std::string pci_bus_id;
+  BridgeRole role = BridgeRole::root_port;
+  std::optional<std::string> parent;  // the bridge above; empty for a root port
+  PcieLink link;                      // for an upstream port: the switch's uplink
+  std::vector<std::string> gpus;      // GPUs below it, by PCI bus id
+  // Switch upstream ports: downstream ports with a device below, and the
+  // per-direction rate of the links from generation and width (GB/s).
+  std::optional<int> occupied_ports;
+  std::optional<double> uplink_gbs;
+  std::optional<double> downstream_gbs;
+  std::optional<double> oversubscription;  // downstream_gbs / uplink_gbs
+  AcsState acs = AcsState::unknown;
+  std::optional<int> acs_control;          // the ACS Control register
+  std::optional<std::string> acs_unknown;  // why acs is unknown
+};
+
+// How the IOMMU treats DMA: off, passthrough (identity domains), translated
+// (DMA or DMA-FQ domains: every device access is remapped), or unknown.
+enum class IommuMode { off, passthrough, translated, unknown };
+inline constexpr NameTable<IommuMode, 4> iommu_mode_names{{
+    {IommuMode::off, "off"},
+    {IommuMode::passthrough, "passthrough"},
+    {IommuMode::translated, "translated"},
+    {IommuMode::unknown, "unknown"},
+}};
+constexpr std::string_view name(IommuMode mode) { return name_in(iommu_mode_names, mode); }
+
+struct IommuInfo {
+  IommuMode mode = IommuMode::unknown;
+  std::optional<int> units;                    // /sys/class/iommu entries
+  std::optional<int> groups;                   // /sys/kernel/iommu_groups entries
+  std::vector<std::string> domain_types;       // distinct default domain types: of the GPUs' groups, else all
+  std::vector<std::string> kernel_parameters;  // iommu=, intel_iommu=, amd_iommu= from /proc/cmdline
+};
+
+// Signs that the node is a virtual machine.
+struct Virtualization {
+  std::optional<bool> hypervisor_flag;    // the "hypervisor" CPU flag in /proc/cpuinfo
+  std::optional<std::string> hypervisor;  // /sys/hypervisor/type, or the one the DMI names
+  std::optional<std::string> platform;    // DMI system vendor and product name
+  int virtio_devices = 0;                 // /sys/bus/virtio/devices
+};
+
+enum class CopyDirection { host_to_device, device_to_host };
+inline constexpr NameTable<CopyDirection, 2> copy_direction_names{{
+    {CopyDirection::host_to_device, "host_to_device"},
+    {CopyDirection::device_to_host, "device_to_host"},
+}};
+constexpr std::string_view name(CopyDirection d) { return name_in(copy_direction_names, d); }
+
+// Host<->device copies by a group of GPUs at once, against each alone.
+struct ConcurrentCopy {
+  std::string scope;                  // "PCIe switch 0000:41:00.0", "root port ...", "all GPUs"
+  std::optional<std::string> bridge;  // the bridge the group shares, when one
+  CopyDirection direction = CopyDirection::host_to_device;
+  std::vector<int> gpus;                           // CUDA indices
+  std::vector<std::optional<double>> alone_gbs;    // by position in gpus
+  std::vector<std::optional<double>> at_once_gbs;  // the same GPUs, all copying at once
+};
+
 struct NodeTopology {
   HostInfo host;
   std::vector<GpuInfo> gpus;  // by index, then PCI bus id
@@ -183,13 +278,23 @@ struct NodeTopology {
   std::vector<std::vector<std::optional<double>>> d2d_gbs;
   std::string method;              // how the bandwidths were measured; empty when not measured
   std::vector<std::string> notes;  // "what: why" for each fact that could not be told
+  // Inside the node: the bridges on the GPUs' paths, the IOMMU, signs of a
+  // VM (empty in records written before they were probed), and host copies
+  // at once against alone (empty when not measured).
+  std::vector<PcieBridge> pcie_bridges;
+  std::optional<IommuInfo> iommu;
+  std::optional<Virtualization> virtualization;
+  std::vector<ConcurrentCopy> host_copy_contention;
+  std::string contention_method;
 };
 
 // A problem rank 0 names, by host and device.
 struct Anomaly {
   std::string kind;  // "gpu_count", "gpu_model", "driver", "pcie_downtrained", "nvlink_down",
                      // "nic_port_down", "nic_slow", "gpudirect_rdma_absent", "gpu_no_local_nic",
-                     // "h2d_slow", "d2h_slow", "topology_unreadable" (a node's record did not parse)
+                     // "h2d_slow", "d2h_slow", "topology_unreadable" (a node's record did not parse),
+                     // "pcie_oversubscribed", "pcie_contention", "acs_redirect", "iommu_translated",
+                     // "p2p_through_host"
   std::string host;
   std::string device;  // "GPU 3 (0000:5d:00.0)", "mlx5_3 port 1", or empty for the node
   std::string detail;
