@@ -9,6 +9,7 @@
 
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/topology/node_config.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
@@ -132,7 +133,14 @@ ClusterTopology gather_topology(const Comm& world, const Layout& layout, const T
     j["node_index"] = layout.node;
     mine = j.dump();
   }
-  return cluster_from_records(world.allgather(mine), layout);
+  ClusterTopology cluster = cluster_from_records(world.allgather(mine), layout);
+  if (options.configuration) {
+    const ConfigInputs inputs{options.roots, process_environment(), memlock_limit(options.roots), runtime_versions()};
+    cluster.configuration = gather_configuration(world, layout, inputs);
+    const std::vector<Anomaly> found = check_configuration(cluster.configuration);
+    cluster.anomalies.insert(cluster.anomalies.end(), found.begin(), found.end());
+  }
+  return cluster;
 }
 
 ClusterTopology cluster_from_records(const std::vector<std::string>& records, const Layout& layout) {
