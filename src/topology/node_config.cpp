@@ -40,15 +40,19 @@ std::string trim(std::string_view text) {
   return std::string(text.substr(b, e - b + 1));
 }
 
-// A small text file, whole; empty when it cannot be read.
+// A small text file, whole; empty when it cannot be read or is larger than
+// expected.
 std::optional<std::string> read_text(const fs::path& path) {
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return std::nullopt;
   std::ifstream in(path, std::ios::binary);
   if (!in) return std::nullopt;
-  std::string out(max_text_bytes, '\0');
-  in.read(out.data(), static_cast<std::streamsize>(out.size()));
-  out.resize(static_cast<std::size_t>(in.gcount()));
+  std::string out;
+  char buffer[4096];
+  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
+    out.append(buffer, static_cast<std::size_t>(in.gcount()));
+    if (out.size() > max_text_bytes) return std::nullopt;
+  }
   return out;
 }
 
