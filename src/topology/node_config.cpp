@@ -475,7 +475,8 @@ std::uint64_t fingerprint(const std::string& text) {
 }
 }  // namespace
 
-std::vector<NodeConfig> gather_configuration(const Comm& world, const Layout& layout, const ConfigInputs& inputs) {
+std::vector<NodeConfig> gather_configuration(const Comm& world, const Layout& layout, const ConfigInputs& inputs,
+                                             std::vector<std::string>& notes) {
   const std::string mine = config_to_json(probe_config(inputs)).dump();
   // Each rank's fingerprint first, so a node sends each distinct record once.
   const std::vector<std::uint64_t> prints = world.allgather_value(fingerprint(mine));
@@ -484,7 +485,6 @@ std::vector<NodeConfig> gather_configuration(const Comm& world, const Layout& la
     if (layout.node_of_rank[static_cast<std::size_t>(r)] == layout.node &&
         prints[static_cast<std::size_t>(r)] == prints[static_cast<std::size_t>(layout.rank)])
       first = false;
-  std::vector<std::string> notes;
   return configs_from_records(world.allgather(first ? mine : std::string()), prints, layout, notes);
 }
 

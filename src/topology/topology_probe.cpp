@@ -136,7 +136,7 @@ ClusterTopology gather_topology(const Comm& world, const Layout& layout, const T
   ClusterTopology cluster = cluster_from_records(world.allgather(mine), layout);
   if (options.configuration) {
     const ConfigInputs inputs{options.roots, process_environment(), memlock_limit(options.roots), runtime_versions()};
-    cluster.configuration = gather_configuration(world, layout, inputs);
+    cluster.configuration = gather_configuration(world, layout, inputs, cluster.notes);
     const std::vector<Anomaly> found = check_configuration(cluster.configuration);
     cluster.anomalies.insert(cluster.anomalies.end(), found.begin(), found.end());
   }

@@ -20,7 +20,9 @@ ConfigInputs inputs_with(std::vector<std::string> environment) {
 TEST(NodeConfigMpi, IdenticalRanksShareOneRecord) {
   const Comm world = Comm::world();
   const Layout layout = discover_layout(world);
-  const auto configs = gather_configuration(world, layout, inputs_with({"NCCL_DEBUG=WARN", "PATH=/bin"}));
+  std::vector<std::string> notes;
+  const auto configs = gather_configuration(world, layout, inputs_with({"NCCL_DEBUG=WARN", "PATH=/bin"}), notes);
+  EXPECT_TRUE(notes.empty());
   ASSERT_EQ(configs.size(), 1U);
   std::vector<int> all(static_cast<std::size_t>(world.size()));
   for (int r = 0; r < world.size(); ++r) all[static_cast<std::size_t>(r)] = r;
@@ -37,7 +39,8 @@ TEST(NodeConfigMpi, TheLastRankWithItsOwnEnvironmentIsNamed) {
   const int last = world.size() - 1;
   std::vector<std::string> env{"NCCL_DEBUG=WARN"};
   if (world.rank() == last) env.emplace_back("NCCL_ALGO=Ring");
-  const auto configs = gather_configuration(world, layout, inputs_with(env));
+  std::vector<std::string> notes;
+  const auto configs = gather_configuration(world, layout, inputs_with(env), notes);
   ASSERT_EQ(configs.size(), 2U);
   EXPECT_EQ(configs[1].ranks, std::vector<int>{last});
   EXPECT_EQ(configs[1].environment.at("NCCL_ALGO"), "Ring");

@@ -97,8 +97,10 @@ std::vector<Anomaly> check_configuration(const std::vector<NodeConfig>& configs)
 
 // Collective over `world`: every rank probes its own record; ranks of one
 // node whose records are identical send it once; every rank gets them all,
-// by node and first rank.
-std::vector<NodeConfig> gather_configuration(const Comm& world, const Layout& layout, const ConfigInputs& inputs);
+// by node and first rank. A record that does not read is left out with a
+// line in `notes`.
+std::vector<NodeConfig> gather_configuration(const Comm& world, const Layout& layout, const ConfigInputs& inputs,
+                                             std::vector<std::string>& notes);
 
 // The records as each world rank sent them (empty from ranks whose node
 // sent the same record from a lower rank), with `fingerprint_of_rank` to
