@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/output/report_writers.hpp"
@@ -533,6 +534,40 @@ void verdict_list(const std::vector<Verdict>& verdicts, std::ostream& out) {
 
 std::string opt_gbs(const std::optional<double>& v) { return v ? fmt::format("{:.1f}", *v) : "-"; }
 
+// What each node (or group of its ranks) runs with; the drift findings are
+// among the anomalies below it.
+void configuration_table(const std::vector<NodeConfig>& configs, std::size_t index, std::ostream& out) {
+  if (configs.empty()) return;
+  out << fmt::format(
+      "<div class=\"table-wrap\"><table class=\"topology\" id=\"configuration-{}\"><tr><th class=\"l\">host</th>"
+      "<th class=\"l\">ranks</th><th class=\"l\">NCCL</th><th class=\"l\">net plugin</th><th class=\"l\">CUDA "
+      "driver / runtime</th><th class=\"l\">kernel</th><th class=\"l\">libibverbs</th><th class=\"l\">memlock</th>"
+      "<th class=\"l\">NCCL interfaces</th><th class=\"l\">settings</th></tr>\n",
+      index);
+  const auto v = [](const std::optional<std::string>& s) { return esc(s.value_or("-")); };
+  for (const NodeConfig& c : configs) {
+    std::vector<std::string> ifs;
+    for (const std::string& name : c.nccl_interfaces)
+      for (const NetInterface& i : c.interfaces)
+        if (i.name == name) ifs.push_back(fmt::format("{} (MTU {})", name, i.mtu ? std::to_string(*i.mtu) : "?"));
+    std::vector<std::string> settings;
+    for (const auto& [k, val] : c.environment) settings.push_back(fmt::format("{}={}", k, val));
+    for (const auto& [k, val] : c.nccl_conf) settings.push_back(fmt::format("{}={} (nccl.conf)", k, val));
+    const std::string memlock = c.memlock_unlimited == true ? std::string("unlimited")
+                                : c.memlock_bytes           ? fmt::format("{} KiB", *c.memlock_bytes >> 10)
+                                                            : std::string("-");
+    out << fmt::format(
+        "<tr><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
+        "<td class=\"l\">{} / {}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
+        "<td class=\"l\">{}</td><td class=\"l\">{}</td></tr>\n",
+        esc(c.host), esc(fmt::format("{}", fmt::join(c.ranks, ", "))), v(c.nccl_version), v(c.nccl_net_plugin),
+        v(c.cuda_driver), v(c.cuda_runtime), v(c.kernel), v(c.libibverbs), esc(memlock),
+        esc(ifs.empty() ? std::string("-") : fmt::format("{}", fmt::join(ifs, ", "))),
+        esc(settings.empty() ? std::string("-") : fmt::format("{}", fmt::join(settings, " "))));
+  }
+  out << "</table></div>\n";
+}
+
 void topology_section(const ReportRun& run, std::size_t index, std::ostream& out) {
   const ClusterTopology& t = *run.result.topology;
   out << fmt::format(
@@ -583,6 +618,7 @@ void topology_section(const ReportRun& run, std::size_t index, std::ostream& out
     for (const std::string& line : lines) out << "<li>" << esc(line) << "</li>\n";
     out << "</ul>\n";
   }
+  configuration_table(t.configuration, index, out);
   if (t.anomalies.empty()) {
     out << "<p class=\"anomalies muted\">No anomalies: the nodes agree.</p>\n";
   } else {

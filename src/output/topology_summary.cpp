@@ -121,6 +121,39 @@ std::optional<double> median_of(const std::vector<std::optional<double>>& values
   return median(known);
 }
 
+// One line per distinct configuration, with the hosts (and ranks) that run it.
+void write_configuration(const std::vector<NodeConfig>& configs, std::ostream& out) {
+  if (configs.empty()) return;
+  std::map<int, int> records_of_node;
+  for (const NodeConfig& c : configs) ++records_of_node[c.node];
+  std::vector<std::string> lines;
+  std::map<std::string, std::vector<std::string>> who;
+  for (const NodeConfig& c : configs) {
+    std::vector<std::string> mtus;
+    for (const std::string& name : c.nccl_interfaces)
+      for (const NetInterface& i : c.interfaces)
+        if (i.name == name) mtus.push_back(fmt::format("{} mtu {}", name, num_or_unknown(i.mtu)));
+    const std::string memlock = c.memlock_unlimited == true ? std::string("unlimited")
+                                : c.memlock_bytes           ? fmt::format("{} KiB", *c.memlock_bytes >> 10)
+                                                            : std::string("unknown");
+    const std::string line = fmt::format(
+        "NCCL {} (net plugin {}), CUDA driver {} runtime {}, kernel {}, libibverbs {}{}; memlock {}; NCCL "
+        "interfaces {}; {} setting{}",
+        or_unknown(c.nccl_version), c.nccl_net_plugin.value_or("none found"), or_unknown(c.cuda_driver),
+        or_unknown(c.cuda_runtime), or_unknown(c.kernel), c.libibverbs.value_or("not found"),
+        c.ofed ? fmt::format(", {}", *c.ofed) : "", memlock,
+        mtus.empty() ? "none" : fmt::format("{}", fmt::join(mtus, ", ")), c.environment.size() + c.nccl_conf.size(),
+        c.environment.size() + c.nccl_conf.size() == 1 ? "" : "s");
+    if (!who.contains(line)) lines.push_back(line);
+    std::string host = c.host;
+    if (records_of_node[c.node] > 1 && !c.ranks.empty())
+      host += fmt::format(" (rank{} {})", c.ranks.size() == 1 ? "" : "s", fmt::join(c.ranks, ","));
+    who[line].push_back(host);
+  }
+  out << fmt::format("software and settings ({} variant{}):\n", lines.size(), lines.size() == 1 ? "" : "s");
+  for (const std::string& line : lines) out << fmt::format("  {}: {}\n", fmt::join(who[line], ", "), line);
+}
+
 }  // namespace
 
 std::vector<std::string> inside_node_lines(const NodeTopology& n) {
@@ -199,6 +232,7 @@ void write_topology_summary(const ClusterTopology& cluster, std::ostream& out) {
       }
     }
   }
+  write_configuration(cluster.configuration, out);
   if (cluster.anomalies.empty()) {
     out << "no anomalies\n";
   } else {

@@ -11,6 +11,7 @@
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/topology/node_analysis.hpp"
 #include "fabricbench/topology/pcie_probe.hpp"
+#include "fabricbench/topology/node_config.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
@@ -144,7 +145,14 @@ ClusterTopology gather_topology(const Comm& world, const Layout& layout, const T
     j["node_index"] = layout.node;
     mine = j.dump();
   }
-  return cluster_from_records(world.allgather(mine), layout);
+  ClusterTopology cluster = cluster_from_records(world.allgather(mine), layout);
+  if (options.configuration) {
+    const ConfigInputs inputs{options.roots, process_environment(), memlock_limit(options.roots), runtime_versions()};
+    cluster.configuration = gather_configuration(world, layout, inputs, cluster.notes);
+    const std::vector<Anomaly> found = check_configuration(cluster.configuration);
+    cluster.anomalies.insert(cluster.anomalies.end(), found.begin(), found.end());
+  }
+  return cluster;
 }
 
 ClusterTopology cluster_from_records(const std::vector<std::string>& records, const Layout& layout) {

@@ -233,12 +233,62 @@ void fields_of(Self& a, Field&& field) {
 }
 
 template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, NetInterface>
+void fields_of(Self& i, Field&& field) {
+  field("name", i.name);
+  field("mtu", i.mtu);
+  field("operstate", i.operstate);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, RdmaPortConfig>
+void fields_of(Self& p, Field&& field) {
+  field("device", p.device);
+  field("port", p.port);
+  field("state", p.state);
+  field("link_layer", p.link_layer);
+  field("pkeys", p.pkeys);
+  field("gid_type", p.gid_type);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, NodeConfig>
+void fields_of(Self& c, Field&& field) {
+  field("host", c.host);
+  field("node", c.node);
+  field("ranks", c.ranks);
+  field("nccl_version", c.nccl_version);
+  field("nccl_version_source", fields::empty_as_null(c.nccl_version_source));
+  field("nccl_net_plugin", c.nccl_net_plugin);
+  field("nccl_tuner_plugin", c.nccl_tuner_plugin);
+  field("nccl_plugins_found", c.nccl_plugins_found);
+  field("cuda_driver", c.cuda_driver);
+  field("cuda_runtime", c.cuda_runtime);
+  field("nvidia_driver", c.nvidia_driver);
+  field("kernel", c.kernel);
+  field("libibverbs", c.libibverbs);
+  field("ofed", c.ofed);
+  field("mlx5_core", c.mlx5_core);
+  field("nic_firmware", c.nic_firmware);
+  field("environment", c.environment);
+  field("nccl_conf", c.nccl_conf);
+  field("nccl_conf_files", c.nccl_conf_files);
+  field("memlock_bytes", c.memlock_bytes);
+  field("memlock_unlimited", c.memlock_unlimited);
+  field("interfaces", c.interfaces);
+  field("nccl_interfaces", c.nccl_interfaces);
+  field("rdma_ports", c.rdma_ports);
+  field("notes", c.notes);
+}
+
+template <class Self, class Field>
 requires std::same_as<std::remove_const_t<Self>, ClusterTopology>
 void fields_of(Self& c, Field&& field) {
   field("nodes", c.nodes);
   field("groups", c.groups);
   field("anomalies", c.anomalies);
   field("notes", c.notes);
+  field("configuration", fields::omitted(c.configuration));
 }
 
 nlohmann::ordered_json node_to_json(const NodeTopology& node) { return fields::to_value(node); }
@@ -268,6 +318,15 @@ NodeTopology node_from_json(const nlohmann::json& j) {
   refuse_unknown_nic_kinds(j);
   fields_of(node, fields::Reader{j, "", fields::Mode::lenient});
   return node;
+}
+
+nlohmann::ordered_json config_to_json(const NodeConfig& config) { return fields::to_value(config); }
+
+NodeConfig config_from_json(const nlohmann::json& j) {
+  NodeConfig config;
+  if (!j.is_object()) throw UsageError("configuration: expected an object");
+  fields_of(config, fields::Reader{j, "", fields::Mode::lenient});
+  return config;
 }
 
 nlohmann::ordered_json topology_to_json(const ClusterTopology& cluster) { return fields::to_value(cluster); }

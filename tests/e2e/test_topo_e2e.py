@@ -18,6 +18,16 @@ def mpirun(np_, *args, env=None):
     return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
 
 
+def mpirun_mpmd(contexts, env=None):
+    """One mpirun with an application context per (ranks, extra args, command) of `contexts`."""
+    cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q"]
+    for i, (np_, extra, args) in enumerate(contexts):
+        if i:
+            cmd.append(":")
+        cmd += ["-np", str(np_), *extra, ARGS.binary, *args]
+    return subprocess.run(cmd, capture_output=True, text=True, timeout=300, env=env)
+
+
 def validate(test, path):
     proc = subprocess.run([sys.executable, ARGS.validator, ARGS.schema, path], capture_output=True, text=True)
     test.assertEqual(proc.returncode, 0, f"{path} does not validate: {proc.stderr}")
@@ -109,6 +119,70 @@ class Topo(unittest.TestCase):
             doc = json.load(f)
         self.assertIn("topology", doc)
         self.assertTrue(doc["records"])
+
+
+    def test_a_rank_with_its_own_environment_is_named(self):
+        # Rank 3 alone runs with NCCL_ALGO forced: drift from ranks 0-2, and a forced algorithm.
+        args = ["topo", "--no-measure", "--json", self.json]
+        proc = mpirun_mpmd([(3, [], args), (1, ["-x", "NCCL_ALGO=Ring"], args)])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            topo = json.load(f)["topology"]
+        host = topo["nodes"][0]["host"]["hostname"]
+        self.assertEqual([c["ranks"] for c in topo["configuration"]], [[0, 1, 2], [3]])
+        self.assertEqual(topo["configuration"][1]["environment"]["NCCL_ALGO"], "Ring")
+        self.assertNotIn("NCCL_ALGO", topo["configuration"][0]["environment"])
+        found = [(a["kind"], a["host"], a["device"]) for a in topo["anomalies"]]
+        self.assertEqual(found, [("setting_drift", host, "rank 3"), ("nccl_forced", host, "rank 3")])
+        self.assertIn(f"{host} rank 3: setting_drift: environment NCCL_ALGO=Ring; most ranks (3 of 4) have "
+                      "NCCL_ALGO unset", proc.stdout)
+        self.assertIn("software and settings (2 variants):", proc.stdout)
+
+        # The same ranks alike: one record for the node, no finding.
+        proc = mpirun(4, *args)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(self.json, encoding="utf-8") as f:
+            topo = json.load(f)["topology"]
+        self.assertEqual([c["ranks"] for c in topo["configuration"]], [[0, 1, 2, 3]])
+        self.assertEqual(topo["anomalies"], [])
+        self.assertIn("software and settings (1 variant):", proc.stdout)
+
+    def test_run_and_report_show_the_configuration_findings(self):
+        args = ["run", "--ops", "allreduce", "--sizes", "1K", "--iters", "2", "--no-measure", "--json", self.json]
+        proc = mpirun_mpmd([(1, [], args), (1, ["-x", "NCCL_PROTO=Simple"], args)])
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertIn("rank 1: nccl_forced: NCCL_PROTO=Simple (environment)", proc.stdout)
+        validate(self, self.json)
+        html = os.path.join(self.dir.name, "r.html")
+        rep = subprocess.run([ARGS.binary, "report", self.json, "--html", html], capture_output=True, text=True,
+                             timeout=120)
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        self.assertIn("nccl_forced", rep.stdout)
+        self.assertIn("software and settings (2 variants):", rep.stdout)
+        with open(html, encoding="utf-8") as f:
+            page = f.read()
+        self.assertIn('id="configuration-0"', page)
+        self.assertIn("<b>nccl_forced</b>", page)
+        self.assertIn("NCCL_PROTO=Simple", page)
+
+    def test_rdma_disabled_on_a_fixture_with_active_ports(self):
+        root = self.fixture("dgx")
+        roots = ["--sysfs-root", os.path.join(root, "sys"), "--procfs-root", os.path.join(root, "proc")]
+        env = dict(os.environ, NCCL_IB_DISABLE="1", NCCL_IB_HCA="mlx5_0,mlx5_9")
+        proc = mpirun(1, "topo", "--no-measure", *roots, "--json", self.json, env=env)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            topo = json.load(f)["topology"]
+        kinds = [a["kind"] for a in topo["anomalies"]]
+        self.assertEqual(kinds, ["rdma_disabled", "nccl_device_missing"])
+        self.assertIn("names no RDMA device mlx5_9", proc.stdout)
+        # Without the settings the fixture is clean.
+        clean = {k: v for k, v in os.environ.items() if not k.startswith("NCCL_")}
+        proc = mpirun(1, "topo", "--no-measure", *roots, "--json", self.json, env=clean)
+        with open(self.json, encoding="utf-8") as f:
+            self.assertEqual(json.load(f)["topology"]["anomalies"], [])
 
 
 if __name__ == "__main__":

@@ -5,8 +5,10 @@ Four hosts on this machine (network namespaces joined by a bridge, Open MPI
 launching into them through an rsh agent, scripts/testbed/), two ranks each.
 Checks the scaling ladder's levels, groups and efficiencies; that the pair
 matrix names exactly the host whose link is throttled with tc, and exactly
-the pair whose traffic is throttled; and that `fabricbench run` prints the
-ladder and the matrix and writes JSON that validates.
+the pair whose traffic is throttled; that the configuration check names the
+host whose interface has another MTU and the host launched with its own
+environment; and that `fabricbench run` prints the ladder and the matrix and
+writes JSON that validates.
 
 Throttled and unthrottled links are compared by large factors only (100 Mbit/s
 against links that run at hundreds of MB/s), never by absolute figures.
@@ -129,6 +131,29 @@ class MultiHost(unittest.TestCase):
         findings = doc["findings"]
         self.assertEqual([(f["kind"], f["hosts"]) for f in findings], [("slow_link", ["node0", "node3"])], findings)
         self.assertIn("slow link node0 <-> node3", proc.stdout)
+
+    def test_a_host_with_another_mtu_or_environment_is_named(self):
+        # node2's interface at another MTU; node3's ranks launched with NCCL_PROTO forced (MPMD contexts).
+        mtu = testbed("exec", "node2", "cat", "/sys/class/net/eth0/mtu").stdout.strip()
+        testbed("exec", "node2", "ip", "link", "set", "dev", "eth0", "mtu", "1400")
+        try:
+            args = [ARGS.binary, "topo", "--no-measure", "-q", "--json", self.json]
+            proc = testbed("mpirun", "-q", "-np", "6", "--host", "node0:2,node1:2,node2:2", *args, ":", "-np", "2",
+                           "--host", "node3:2", "-x", "NCCL_PROTO=LL", *args, check=False)
+        finally:
+            testbed("exec", "node2", "ip", "link", "set", "dev", "eth0", "mtu", mtu)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            topo = json.load(f)["topology"]
+        self.assertEqual([(c["host"], c["ranks"]) for c in topo["configuration"]],
+                         [("node0", [0, 1]), ("node1", [2, 3]), ("node2", [4, 5]), ("node3", [6, 7])])
+        found = [(a["kind"], a["host"]) for a in topo["anomalies"]]
+        self.assertEqual(found, [("setting_drift", "node3"), ("nccl_forced", "node3"), ("mtu_mismatch", "node2")],
+                         topo["anomalies"])
+        details = {a["kind"]: a["detail"] for a in topo["anomalies"]}
+        self.assertIn(f"MTU 1400; most ranks (6 of 8) have {mtu}", details["mtu_mismatch"])
+        self.assertIn("NCCL_PROTO=LL; most ranks (6 of 8) have NCCL_PROTO unset", details["setting_drift"])
 
     def test_uneven_ranks_per_node_are_refused_with_one_line(self):
         # 7 ranks on 4 hosts with 2 slots each: the last host gets one.

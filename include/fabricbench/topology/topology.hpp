@@ -6,6 +6,7 @@
 // `notes` say why; it is never a zero standing in for a value.
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -288,15 +289,68 @@ struct NodeTopology {
   std::string contention_method;
 };
 
+// ---- configuration: what each rank runs with (node_config.hpp probes and compares it)
+
+// A network interface (/sys/class/net).
+struct NetInterface {
+  std::string name;
+  std::optional<int> mtu;
+  std::optional<std::string> operstate;
+};
+
+// One RDMA port (/sys/class/infiniband/<dev>/ports/<n>).
+struct RdmaPortConfig {
+  std::string device;
+  int port = 1;
+  std::optional<std::string> state;       // "ACTIVE", ...
+  std::optional<std::string> link_layer;  // "InfiniBand", "Ethernet"
+  std::vector<std::string> pkeys;         // the non-zero partition keys, "0xffff"
+  // The GID type at NCCL_IB_GID_INDEX ("RoCE v2", "IB/RoCE v1"); empty when
+  // the index is not set or the entry cannot be read.
+  std::optional<std::string> gid_type;
+};
+
+// The record of one node, or of the ranks of one node that share it.
+struct NodeConfig {
+  std::string host;
+  int node = 0;
+  std::vector<int> ranks;  // the world ranks of `node` with this record
+  std::optional<std::string> nccl_version;
+  std::string nccl_version_source;             // "ncclGetVersion", or the library file found
+  std::optional<std::string> nccl_net_plugin;  // the file NCCL would load, "none" when disabled
+  std::optional<std::string> nccl_tuner_plugin;
+  std::vector<std::string> nccl_plugins_found;  // every libnccl-net*.so / libnccl-tuner*.so on the library path
+  std::optional<std::string> cuda_driver;
+  std::optional<std::string> cuda_runtime;
+  std::optional<std::string> nvidia_driver;         // /proc/driver/nvidia/version
+  std::optional<std::string> kernel;                // uname release (/proc/sys/kernel/osrelease)
+  std::optional<std::string> libibverbs;            // the library's file version, "1.14.50.0" (rdma-core 50)
+  std::optional<std::string> ofed;                  // MLNX_OFED release from ofed_info
+  std::optional<std::string> mlx5_core;             // /sys/module/mlx5_core/version (out-of-tree drivers)
+  std::map<std::string, std::string> nic_firmware;  // RDMA device -> fw_ver
+  std::map<std::string, std::string> environment;   // NCCL_*, UCX_*, OMPI_* (settings), FI_*
+  std::map<std::string, std::string> nccl_conf;     // the settings of the nccl.conf files NCCL would read
+  std::vector<std::string> nccl_conf_files;         // the files read, in NCCL's order of precedence
+  std::optional<std::uint64_t> memlock_bytes;       // empty when unlimited or unknown
+  std::optional<bool> memlock_unlimited;            // empty when unknown
+  std::vector<NetInterface> interfaces;             // every interface
+  std::vector<std::string> nccl_interfaces;         // those NCCL's socket transport would use
+  std::vector<RdmaPortConfig> rdma_ports;
+  std::vector<std::string> notes;
+};
+
 // A problem rank 0 names, by host and device.
 struct Anomaly {
   std::string kind;  // "gpu_count", "gpu_model", "driver", "pcie_downtrained", "nvlink_down",
                      // "nic_port_down", "nic_slow", "gpudirect_rdma_absent", "gpu_no_local_nic",
                      // "h2d_slow", "d2h_slow", "topology_unreadable" (a node's record did not parse),
                      // "pcie_oversubscribed", "pcie_contention", "acs_redirect", "iommu_translated",
-                     // "p2p_through_host"
+                     // "p2p_through_host";
+                     // configuration (node_config.hpp): "version_drift", "setting_drift",
+                     // "nccl_forced", "rdma_disabled", "nccl_device_missing", "memlock_low", "mtu_mismatch"
   std::string host;
-  std::string device;  // "GPU 3 (0000:5d:00.0)", "mlx5_3 port 1", or empty for the node
+  std::string device;  // "GPU 3 (0000:5d:00.0)", "mlx5_3 port 1", "ranks 0-2" (configuration),
+                       // or empty for the node
   std::string detail;
 };
 
@@ -311,6 +365,8 @@ struct ClusterTopology {
   std::vector<NodeGroup> groups;    // largest first
   std::vector<Anomaly> anomalies;
   std::vector<std::string> notes;  // cluster-wide remarks that are not anomalies
+  // One record per node, or per group of its ranks that differ; empty when not gathered.
+  std::vector<NodeConfig> configuration;
 };
 
 }  // namespace fabricbench

@@ -12,6 +12,9 @@ namespace fabricbench {
 struct TopologyOptions {
   ProbeRoots roots;
   bool measure = true;  // time host<->device and device<->device copies
+  // Every rank's configuration record (node_config.hpp), gathered and
+  // checked; its findings join the anomalies.
+  bool configuration = true;
 };
 
 // One node's record: sysfs/procfs facts, merged by PCI bus id with what
@@ -22,7 +25,9 @@ NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& source, bool mea
 
 // Collective over `world`: the first rank of each node probes it with the
 // system GPU source, the records travel as JSON, and every rank returns the
-// analysed cluster view (by node index of `layout`).
+// analysed cluster view (by node index of `layout`). With
+// `options.configuration`, every rank then reports its configuration
+// (gather_configuration), and its findings join the anomalies.
 ClusterTopology gather_topology(const Comm& world, const Layout& layout, const TopologyOptions& options);
 
 // The cluster from the record each world rank sent (empty from ranks that

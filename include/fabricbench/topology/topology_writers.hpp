@@ -17,5 +17,9 @@ NodeTopology node_from_json(const nlohmann::json& j);
 nlohmann::ordered_json topology_to_json(const ClusterTopology& cluster);
 // The inverse of topology_to_json, as lenient as node_from_json.
 ClusterTopology topology_from_json(const nlohmann::json& j);
+// One rank's configuration record (node_config.hpp), both ways; reading
+// throws UsageError for a record that is not an object.
+nlohmann::ordered_json config_to_json(const NodeConfig& config);
+NodeConfig config_from_json(const nlohmann::json& j);
 
 }  // namespace fabricbench

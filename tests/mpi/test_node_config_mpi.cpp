@@ -1,0 +1,58 @@
+// The configuration gather on real MPI ranks: ranks with identical records
+// send one, the silent ranks join it, and a rank with its own environment
+// keeps its own record and is named.
+
+#include <gtest/gtest.h>
+
+#include "fabricbench/comm/layout.hpp"
+#include "fabricbench/topology/node_config.hpp"
+
+namespace fabricbench {
+namespace {
+
+ConfigInputs inputs_with(std::vector<std::string> environment) {
+  ConfigInputs in;  // the real sysfs and procfs: the same for every rank of this machine
+  in.environment = std::move(environment);
+  in.memlock = MemlockLimit{};
+  return in;
+}
+
+TEST(NodeConfigMpi, IdenticalRanksShareOneRecord) {
+  const Comm world = Comm::world();
+  const Layout layout = discover_layout(world);
+  std::vector<std::string> notes;
+  const auto configs = gather_configuration(world, layout, inputs_with({"NCCL_DEBUG=WARN", "PATH=/bin"}), notes);
+  EXPECT_TRUE(notes.empty());
+  ASSERT_EQ(configs.size(), 1U);
+  std::vector<int> all(static_cast<std::size_t>(world.size()));
+  for (int r = 0; r < world.size(); ++r) all[static_cast<std::size_t>(r)] = r;
+  EXPECT_EQ(configs[0].ranks, all);
+  EXPECT_EQ(configs[0].host, this_hostname());
+  EXPECT_EQ(configs[0].environment, (std::map<std::string, std::string>{{"NCCL_DEBUG", "WARN"}}));
+  EXPECT_TRUE(check_configuration(configs).empty());
+}
+
+TEST(NodeConfigMpi, TheLastRankWithItsOwnEnvironmentIsNamed) {
+  const Comm world = Comm::world();
+  if (world.size() < 3) GTEST_SKIP() << "needs a majority: 3 ranks or more";
+  const Layout layout = discover_layout(world);
+  const int last = world.size() - 1;
+  std::vector<std::string> env{"NCCL_DEBUG=WARN"};
+  if (world.rank() == last) env.emplace_back("NCCL_ALGO=Ring");
+  std::vector<std::string> notes;
+  const auto configs = gather_configuration(world, layout, inputs_with(env), notes);
+  ASSERT_EQ(configs.size(), 2U);
+  EXPECT_EQ(configs[1].ranks, std::vector<int>{last});
+  EXPECT_EQ(configs[1].environment.at("NCCL_ALGO"), "Ring");
+  const auto found = check_configuration(configs);
+  ASSERT_EQ(found.size(), 2U);
+  const std::string rank = "rank " + std::to_string(last);
+  EXPECT_EQ(found[0].kind, "setting_drift");
+  EXPECT_EQ(found[0].device, rank);
+  EXPECT_EQ(found[1].kind, "nccl_forced");
+  EXPECT_EQ(found[1].device, rank);
+  EXPECT_EQ(found[1].host, this_hostname());
+}
+
+}  // namespace
+}  // namespace fabricbench
