@@ -25,6 +25,7 @@
 #include "fabricbench/core/watchdog.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
+#include "fabricbench/engine/storage.hpp"
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/p2p_writer.hpp"
@@ -191,6 +192,8 @@ class RunPipeline {
     if (wants_ladder()) ladder();
     if (wants_p2p_sweep()) p2p_sweep();
     if (wants_pairs()) pairs();
+    if (wants_bisection()) bisection();
+    if (wants_storage()) storage();
     if (!lead_) return exit_ok;
     finish();
     return judge();
@@ -209,6 +212,14 @@ class RunPipeline {
     return (config_.command == Command::p2p && !config_.p2p_sweep.enabled) ||
            (config_.command == Command::run && (multi_node() || layout_.ranks_per_node.front() > 1));
   }
+  // Half against half means something from 4 nodes on (2 or 3 give one pair).
+  [[nodiscard]] bool wants_bisection() const {
+    return config_.placement.bisection_halvings > 0 && layout_.nodes >= 4 &&
+           ((config_.command == Command::p2p && !config_.p2p_sweep.enabled) || config_.command == Command::run);
+  }
+  [[nodiscard]] bool wants_storage() const {
+    return config_.command == Command::storage || (config_.command == Command::run && !config_.storage.path.empty());
+  }
 
   // Refuses what cannot run before anything runs, then starts the transport
   // and records what, where and with what the run ran.
@@ -220,6 +231,10 @@ class RunPipeline {
     if (config_.command == Command::scale || (config_.command == Command::p2p && !wants_p2p_sweep()) ||
         (config_.command == Command::run && multi_node()))
       (void)uniform_ranks_per_node(layout_);  // refuse uneven layouts before anything runs
+    if (wants_storage()) {                    // the folder as every rank sees it, before anything runs
+      for (const std::string& problem : world_.allgather(storage_path_problem(config_.storage.path)))
+        if (!problem.empty()) throw UsageError(problem);
+    }
     agree_on_root(world_, [this] {
       if (!config_.json_path.empty()) check_writable(config_.json_path, "--json");
       if (!config_.csv_path.empty()) check_writable(config_.csv_path, "--csv");
@@ -369,7 +384,40 @@ class RunPipeline {
     } else {
       for (const Finding& f : result_.findings) std::cout << "# " << f.message << '\n';
     }
+    if (multi_node()) {
+      result_.islands = find_latency_islands(matrix.nodes, matrix.hosts, config_.placement.island_ratio);
+      if (!config_.quiet)
+        write_islands(*result_.islands, std::cout);
+      else if (result_.islands->islands.size() > 1)
+        std::cout << "# " << result_.islands->message << '\n';
+    }
     result_.pairs = std::move(matrix);
+    save(config_, result_, started_, last_);
+  }
+
+  void bisection() {
+    Watchdog::note_phase("bisection");
+    BisectionResult b = run_bisection(config_, *transport_, world_, layout_);
+    if (!lead_) return;
+    result_.wrong_total += b.wrong;
+    if (!config_.quiet)
+      write_bisection(b, std::cout);
+    else
+      std::cout << "# bisection: " << b.message << '\n';
+    result_.bisection = std::move(b);
+    save(config_, result_, started_, last_);
+  }
+
+  void storage() {
+    Watchdog::note_phase("storage");
+    StorageResult s = run_storage(config_, world_, layout_);
+    if (!lead_) return;
+    result_.wrong_total += s.wrong_blocks;
+    if (!config_.quiet)
+      write_storage(s, std::cout);
+    else
+      std::cout << "# storage: " << s.message << '\n';
+    result_.storage = std::move(s);
     save(config_, result_, started_, last_);
   }
 

@@ -148,6 +148,9 @@ nlohmann::ordered_json to_json(const RunResult& result) {
     doc["pairs"] = pairs_to_json(*result.pairs);
     doc["findings"] = to_value(result.findings);
   }
+  if (result.islands) doc["islands"] = to_value(*result.islands);
+  if (result.bisection) doc["bisection"] = to_value(*result.bisection);
+  if (result.storage) doc["storage"] = to_value(*result.storage);
   return doc;
 }
 
@@ -169,6 +172,9 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   if (const auto p = doc.find("p2p_sweep"); p != doc.end()) r.p2p_sweep = read<P2PSweepResult>(*p, "p2p_sweep");
   if (const auto p = doc.find("pairs"); p != doc.end()) r.pairs = pairs_from_json(*p);
   if (const auto f = doc.find("findings"); f != doc.end()) r.findings = read<std::vector<Finding>>(*f, "findings");
+  if (const auto i = doc.find("islands"); i != doc.end()) r.islands = read<IslandsResult>(*i, "islands");
+  if (const auto b = doc.find("bisection"); b != doc.end()) r.bisection = read<BisectionResult>(*b, "bisection");
+  if (const auto s = doc.find("storage"); s != doc.end()) r.storage = read<StorageResult>(*s, "storage");
   return r;
 }
 

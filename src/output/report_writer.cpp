@@ -80,6 +80,9 @@ void write_report_text(const Report& report, std::ostream& out) {
     if (!r.records.empty()) table.summary(r);
     if (r.scaling) write_ladder(*r.scaling, out);
     if (r.pairs) write_pairs(*r.pairs, r.findings, out);
+    if (r.islands) write_islands(*r.islands, out);
+    if (r.bisection) write_bisection(*r.bisection, out);
+    if (r.storage) write_storage(*r.storage, out);
     if (r.topology) {
       out << "#\n";
       write_topology_summary(*r.topology, out);

@@ -8,6 +8,7 @@
 #include "fabricbench/comm/layout.hpp"
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/engine/pairs.hpp"
+#include "fabricbench/engine/placement.hpp"
 #include "fabricbench/engine/scaling.hpp"
 #include "fabricbench/transport/transport.hpp"
 
@@ -20,5 +21,11 @@ std::size_t ladder_bytes(const ScaleConfig& config);
 // Collective over `world`; the results are complete on world rank 0.
 ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout);
 PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout);
+
+// The bisection test (engine/placement.hpp): for each seeded halving, every
+// pair of the halving exchanges at once (send/recv in both directions at
+// --pair-bytes, every rail), then its first pairs alone. Split and measured
+// like the pair matrix, so it runs on any transport with split().
+BisectionResult run_bisection(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout);
 
 }  // namespace fabricbench

@@ -21,6 +21,12 @@ void write_csv(const RunResult& result, std::ostream& out);
 void write_ladder(const ScaleResult& scaling, std::ostream& out);
 void write_pairs(const PairsResult& pairs, const std::vector<Finding>& findings, std::ostream& out);
 
+// Latency islands, the bisection test and the storage test as terminal
+// tables (output/placement_writer.cpp).
+void write_islands(const IslandsResult& islands, std::ostream& out);
+void write_bisection(const BisectionResult& bisection, std::ostream& out);
+void write_storage(const StorageResult& storage, std::ostream& out);
+
 // The terminal table is a printer: TablePrinter in printer.hpp.
 
 }  // namespace fabricbench
