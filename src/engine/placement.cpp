@@ -115,6 +115,20 @@ IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<s
                       fmt::format("the fabric is flat (the slower pairs still chain every node together; largest "
                                   "step {:.2f}x)",
                                   step));
+  // An island is a group: one node far from every other is a slow node (or
+  // a busy one), not a rack of its own, and says nothing about placement.
+  {
+    std::vector<int> members(static_cast<std::size_t>(n), 0);
+    for (int node = 0; node < n; ++node) ++members[static_cast<std::size_t>(find_root(parent, node))];
+    for (int node = 0; node < n; ++node)
+      if (members[static_cast<std::size_t>(find_root(parent, node))] == 1)
+        return one_island(
+            n, hosts, min_ratio,
+            fmt::format("no group stands apart ({} is far from every other node, a slow node rather "
+                        "than an island)",
+                        static_cast<std::size_t>(node) < hosts.size() ? hosts[static_cast<std::size_t>(node)]
+                                                                      : std::to_string(node)));
+  }
   const double in_us = median(within);
   const double cross_us = median(across);
   const double ratio = cross_us / in_us;

@@ -94,6 +94,12 @@ TEST(LatencyIslands, OneMeasuredDirectionIsEnoughAndMissingPairsAreSkipped) {
   EXPECT_EQ(island_nodes(r), (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
 }
 
+TEST(LatencyIslands, ANodeFarFromAllOthersIsNotAnIsland) {
+  const IslandsResult r = find_latency_islands(grouped({0, 0, 0, 1}, 1, 50), hosts_of(4), 2.0);
+  EXPECT_EQ(r.islands.size(), 1U);
+  EXPECT_NE(r.message.find("node3 is far from every other node"), std::string::npos) << r.message;
+}
+
 TEST(LatencyIslands, TwoNodesOrNothingMeasuredIsOneIsland) {
   EXPECT_EQ(find_latency_islands(grouped({0, 1}, 1, 100), hosts_of(2), 2.0).islands.size(), 1U);
   const IslandsResult none = find_latency_islands(PairMatrix(5), hosts_of(5), 2.0);

@@ -40,8 +40,9 @@ struct IslandsResult {
 // noise is multiplicative) is the candidate cut; nodes joined by a pair at or
 // below the cut form an island. The split stands only when that step is at
 // least `min_ratio` and the median across islands is at least `min_ratio`
-// times the median within them; otherwise there is one island (a flat
-// fabric). Single linkage keeps one slow link from splitting anything: its
+// times the median within them, and every island holds two nodes or more (a
+// node far from all others is a slow node, not a group); otherwise there is
+// one island (a flat fabric). Single linkage keeps one slow link from splitting anything: its
 // two ends stay joined through their other, fast, pairs.
 IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<std::string>& hosts, double min_ratio);
 
