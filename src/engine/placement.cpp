@@ -51,7 +51,7 @@ std::string host_list(const std::vector<std::string>& hosts) {
   return text;
 }
 
-IslandsResult one_island(int nodes, const std::vector<std::string>& hosts, double min_ratio, std::string why) {
+IslandsResult one_island(int nodes, const std::vector<std::string>& hosts, double min_ratio, const std::string& why) {
   IslandsResult r;
   r.min_ratio = min_ratio;
   LatencyIsland all;

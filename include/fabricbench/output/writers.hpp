@@ -23,9 +23,9 @@ void write_pairs(const PairsResult& pairs, const std::vector<Finding>& findings,
 
 // Latency islands, the bisection test and the storage test as terminal
 // tables (output/placement_writer.cpp).
-void write_islands(const IslandsResult& islands, std::ostream& out);
-void write_bisection(const BisectionResult& bisection, std::ostream& out);
-void write_storage(const StorageResult& storage, std::ostream& out);
+void write_islands(const IslandsResult& r, std::ostream& out);
+void write_bisection(const BisectionResult& b, std::ostream& out);
+void write_storage(const StorageResult& s, std::ostream& out);
 
 // The terminal table is a printer: TablePrinter in printer.hpp.
 
