@@ -33,6 +33,48 @@ def validate(test, path):
     test.assertEqual(proc.returncode, 0, f"{path} does not validate: {proc.stderr}")
 
 
+def rank_pid(launcher, rank):
+    """The pid of world rank `rank` among the launcher's children (/proc only)."""
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", encoding="utf-8") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                if parent != launcher:
+                    continue
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    env = f.read().split(b"\0")
+            except (OSError, ValueError, IndexError):
+                continue
+            if f"OMPI_COMM_WORLD_RANK={rank}".encode() in env:
+                return int(entry)
+        time.sleep(0.1)
+    raise AssertionError(f"rank {rank} did not start")
+
+
+def wait_for_files(test, folder, count):
+    deadline = time.time() + 120
+    while time.time() < deadline:
+        names = [n for n in os.listdir(folder) if n.startswith(".fabricbench-storage-")]
+        try:
+            if len(names) == count and all(os.stat(os.path.join(folder, n)).st_size > 0 for n in names):
+                return
+        except FileNotFoundError:
+            pass
+        time.sleep(0.05)
+    test.fail("the files never grew")
+
+
+def wait_until_empty(folder):
+    deadline = time.time() + 10  # the ranks may outlive mpirun by a moment
+    while os.listdir(folder) and time.time() < deadline:
+        time.sleep(0.1)
+    return os.listdir(folder)
+
+
 class Storage(unittest.TestCase):
     def setUp(self):
         self.tmp = tempfile.TemporaryDirectory()
@@ -136,39 +178,57 @@ class Storage(unittest.TestCase):
         self.assertIn('<section id="placement">', page)
         self.assertIn('<table class="storage">', page)
 
-    def test_sigterm_while_writing_leaves_no_file_behind(self):
-        err_path = os.path.join(self.tmp.name, "err")
-        # Large enough to be still writing when the signal comes.
-        with open(err_path, "w", encoding="utf-8") as err:
-            proc = subprocess.Popen(mpirun_cmd(2, "storage", "--storage-path", self.folder, "--file-bytes", "2G",
-                                               "--json", self.json),
+    def start(self, *extra):
+        self.err = os.path.join(self.tmp.name, "err")
+        with open(self.err, "w", encoding="utf-8") as err:
+            # Large enough to be still writing when the signal or the stall comes.
+            return subprocess.Popen(mpirun_cmd(2, "storage", "--storage-path", self.folder, "--file-bytes", "2G",
+                                               "--json", self.json, *extra),
                                     stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+
+    def finish(self, proc):
         try:
-            deadline = time.time() + 120
-            while time.time() < deadline:
-                names = os.listdir(self.folder)
-                sizes = [os.stat(os.path.join(self.folder, n)).st_size for n in names if n.startswith(".fabricbench")]
-                if len(sizes) == 2 and min(sizes) > 0:
-                    break
-                time.sleep(0.05)
-            else:
-                self.fail("the files never grew")
-            proc.send_signal(signal.SIGTERM)
             proc.wait(timeout=60)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
+        with open(self.err, encoding="utf-8") as f:
+            return f.read()
+
+    def test_sigterm_while_writing_leaves_no_file_behind(self):
+        proc = self.start()
+        wait_for_files(self, self.folder, 2)
+        proc.send_signal(signal.SIGTERM)
+        self.finish(proc)
         self.assertNotEqual(proc.returncode, 0)
-        deadline = time.time() + 10  # the ranks may outlive mpirun by a moment
-        while os.listdir(self.folder) and time.time() < deadline:
-            time.sleep(0.1)
-        self.assertEqual(os.listdir(self.folder), [])
+        self.assertEqual(wait_until_empty(self.folder), [])
         with open(self.json, encoding="utf-8") as f:
             doc = json.load(f)
         self.assertFalse(doc["status"]["complete"])
         self.assertNotIn("storage", doc)
 
+    def test_a_stalled_rank_ends_in_the_deadline_and_leaves_no_file_behind(self):
+        proc = self.start("--timeout", "3")
+        wait_for_files(self, self.folder, 2)
+        stopped = rank_pid(proc.pid, 1)
+        os.kill(stopped, signal.SIGSTOP)
+        try:
+            err = self.finish(proc)
+        finally:
+            try:
+                os.kill(stopped, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.assertEqual(proc.returncode, 4, err)
+        self.assertRegex(err, r"fabricbench: error: timeout: rank 0 on \S+ waited more than 3 s in the storage phase")
+        # Rank 0 removes its file at the deadline; mpirun then ends the
+        # stopped rank with SIGCONT and SIGTERM, and it removes its own.
+        self.assertEqual(wait_until_empty(self.folder), [])
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.assertFalse(doc["status"]["complete"])
+        self.assertIn("storage phase", doc["status"]["reason"])
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
