@@ -94,6 +94,11 @@ void Watchdog::note_step(const char* op, std::size_t bytes) {
   }
 }
 
+void Watchdog::rearm_deadline() {
+  last_ns_ = now_ns();
+  armed_ = true;
+}
+
 void Watchdog::set_cleanup(std::function<void()> cleanup) {
   if (Watchdog* w = active.load()) {
     const std::lock_guard lock(w->words_mutex_);

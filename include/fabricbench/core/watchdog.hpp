@@ -45,6 +45,9 @@ class Watchdog {
   // No deadline from now on (a transport with deadlines of its own); signals
   // are still handled.
   void disarm_deadline() { armed_ = false; }
+  // The deadline again from now (a phase that waits on MPI or the file system
+  // while a transport with deadlines of its own is in use).
+  void rearm_deadline();
 
   // A phase of the run began ("layout", "topology", "sweep", "ladder",
   // "pairs"): names the phase and restarts the deadline. `name` must be a
