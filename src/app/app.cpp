@@ -19,6 +19,7 @@
 #include "fabricbench/app/exit_status.hpp"
 #include "fabricbench/app/gpu_session.hpp"
 #include "fabricbench/comm/layout.hpp"
+#include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/sizes.hpp"
@@ -164,8 +165,16 @@ void install_last_words(Watchdog* watchdog, const RunConfig& config, LastSaved& 
   });
 }
 
+// The quick health pass: the medium message and the timed iterations per
+// size (after one warm-up). 1 MiB rather than less: a shaped link (a token
+// bucket) lets its burst through at full speed, so a message must be well
+// above the burst for the link's rate to show.
+constexpr std::size_t health_bytes = std::size_t{1} << 20;
+constexpr int health_iterations = 3;
+
 // One measuring command on every rank, as named phases: start (layout, checks,
-// transport, the run's record), topology, sweep, ladder, pairs, then on rank 0
+// transport, the run's record), topology, health, sweep, ladder, pairs (each
+// with its share of a --budget), then on rank 0
 // judge and save. Only rank 0 keeps the result; it is saved after each phase,
 // so an interrupted run's file holds what was measured.
 class RunPipeline {
@@ -187,15 +196,29 @@ class RunPipeline {
       if (lead_) finish();
       return exit_ok;
     }
+    if (lead_ && config_.budget_s) result_.budget = BudgetRecord{*config_.budget_s, {}, {}};
     if (lead_) save(config_, result_, started_, last_);  // a valid (empty, incomplete) file from the start
-    if (wants_sweep()) sweep();
-    if (wants_ladder()) ladder();
+    // The earliest useful answer first: a quick pass over node pairs names a
+    // slow host within seconds, before the sweeps, the ladder and the full
+    // matrix spend the rest of the budget.
+    std::vector<Phase> planned;
+    if (wants_health()) planned.push_back(Phase::health);
+    if (wants_sweep()) planned.push_back(Phase::sweep);
+    if (wants_ladder()) planned.push_back(Phase::ladder);
+    if (wants_pairs()) planned.push_back(Phase::pairs);
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+      const std::vector<Phase> later(planned.begin() + static_cast<std::ptrdiff_t>(i) + 1, planned.end());
+      run_phase(planned[i], later);
+    }
+    // p2p --sweep runs alone (its command has no other phase).
     if (wants_p2p_sweep()) p2p_sweep();
-    if (wants_pairs()) pairs();
+    // Placement and storage come after the budgeted phases and are not part
+    // of the budget's shares.
     if (wants_bisection()) bisection();
     if (wants_storage()) storage();
     if (!lead_) return exit_ok;
     finish();
+    if (result_.budget && !config_.quiet) write_budget(*result_.budget, result_.duration_s, std::cout);
     return judge();
   }
 
@@ -207,6 +230,7 @@ class RunPipeline {
   [[nodiscard]] bool wants_ladder() const {
     return config_.command == Command::scale || (config_.command == Command::run && multi_node());
   }
+  [[nodiscard]] bool wants_health() const { return config_.command == Command::run && multi_node() && config_.health; }
   [[nodiscard]] bool wants_p2p_sweep() const { return config_.command == Command::p2p && config_.p2p_sweep.enabled; }
   [[nodiscard]] bool wants_pairs() const {
     return (config_.command == Command::p2p && !config_.p2p_sweep.enabled) ||
@@ -303,7 +327,64 @@ class RunPipeline {
     if (lead_) result_.topology = std::move(topology);
   }
 
-  void sweep() {
+  // One phase with its share of the budget (read on rank 0), timed, with
+  // what it cut printed as it ends.
+  void run_phase(Phase phase, const std::vector<Phase>& later) {
+    const double share = budget_.share_s(phase, later);
+    const Window window(share);
+    const std::size_t cuts_before = result_.budget ? result_.budget->cuts.size() : 0;
+    switch (phase) {
+      case Phase::health:
+        health(share);
+        break;
+      case Phase::sweep:
+        sweep(share);
+        break;
+      case Phase::ladder:
+        ladder(share);
+        break;
+      case Phase::pairs:
+        pairs(share);
+        break;
+    }
+    if (!lead_ || !result_.budget) return;
+    result_.budget->phases.push_back(PhaseSpend{phase, share, window.elapsed_s()});
+    if (!config_.quiet)
+      for (std::size_t i = cuts_before; i < result_.budget->cuts.size(); ++i) {
+        const Cut& c = result_.budget->cuts[i];
+        std::cout << fmt::format("# cut ({}): {}: {} {}\n", c.reason, name(c.phase), c.what, c.action);
+      }
+    save(config_, result_, started_, last_);
+  }
+
+  [[nodiscard]] std::vector<Cut>* cuts() { return lead_ && result_.budget ? &result_.budget->cuts : nullptr; }
+
+  // The quick pass: one round of small and one of medium messages over
+  // every node pair, a few iterations each, then the findings at once.
+  void health(double seconds) {
+    Watchdog::note_phase("health");
+    RunConfig quick = config_;
+    quick.pairs.bytes = health_bytes;
+    quick.pairs.small_bytes = config_.pairs.small_bytes;
+    quick.iterations.warmup = 1;
+    quick.iterations.fixed_iters = health_iterations;
+    PairsResult matrix =
+        run_pairs(quick, *transport_, world_, layout_, PhaseLimit{seconds, cuts()}, PairPass{false, Phase::health});
+    if (!lead_) return;
+    result_.wrong_total += matrix.wrong;
+    HealthResult health;
+    health.bytes = matrix.bytes;
+    health.small_bytes = matrix.small_bytes;
+    health.findings = find_outliers(matrix.nodes, matrix.hosts,
+                                    OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
+    health.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    write_health(health, std::cout);
+    std::cout << std::flush;
+    result_.findings = health.findings;  // until the full matrix, if it runs whole, replaces them
+    result_.health = std::move(health);
+  }
+
+  void sweep(double seconds) {
     Watchdog::note_phase("sweep");
     Progress progress(lead_ && progress_wanted(config_));
     SweepListener listener;
@@ -320,11 +401,11 @@ class RunPipeline {
       }
     };
     listener.on_op_done = [this](Op) { save(config_, result_, started_, last_); };
-    run_sweep(config_, *transport_, world_, listener);
+    run_sweep(config_, *transport_, world_, listener, seconds, cuts());
     progress.clear();
   }
 
-  void ladder() {
+  void ladder(double seconds) {
     Watchdog::note_phase("ladder");
     // The NIC-bound ceiling needs the line rate: given, or from the topology
     // rank 0 gathered (every rank gets it, though only rank 0 analyses).
@@ -335,7 +416,7 @@ class RunPipeline {
       const double rate = world_.broadcast_value(known.value_or(0.0), 0);
       if (rate > 0) ladder_config.scale.nic_gbit_per_node = rate;
     }
-    ScaleResult scaling = run_ladder(ladder_config, *transport_, world_, layout_);
+    ScaleResult scaling = run_ladder(ladder_config, *transport_, world_, layout_, PhaseLimit{seconds, cuts()});
     if (!lead_) return;
     for (const LevelResult& l : scaling.levels)
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
@@ -372,13 +453,20 @@ class RunPipeline {
     save(config_, result_, started_, last_);
   }
 
-  void pairs() {
+  void pairs(double seconds) {
     Watchdog::note_phase("pairs");
-    PairsResult matrix = run_pairs(config_, *transport_, world_, layout_);
+    const std::size_t cuts_before = result_.budget ? result_.budget->cuts.size() : 0;
+    PairsResult matrix = run_pairs(config_, *transport_, world_, layout_, PhaseLimit{seconds, cuts()});
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
-    result_.findings = find_outliers(matrix.nodes, matrix.hosts,
-                                     OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
+    // A matrix the budget cut short names nodes from fewer links than the
+    // health pass saw (a slow host's links are the first to be cut): the
+    // health pass's findings then stand.
+    const bool whole = static_cast<int>(matrix.rounds.size()) == matrix.rounds_planned &&
+                       (!result_.budget || result_.budget->cuts.size() == cuts_before);
+    if (whole || !result_.health)
+      result_.findings = find_outliers(matrix.nodes, matrix.hosts,
+                                       OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
     if (!config_.quiet) {
       write_pairs(matrix, result_.findings, std::cout);
     } else {
@@ -459,6 +547,7 @@ class RunPipeline {
   LastSaved last_;
   const bool lead_ = world_.rank() == 0;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+  const Budget budget_{config_.budget_s, started_};
   Layout layout_;
   std::unique_ptr<Transport> transport_;
   RunResult result_;

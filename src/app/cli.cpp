@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fabricbench/analysis/verdict.hpp"
+#include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
 
@@ -139,6 +140,10 @@ struct RawOptions {
   double min_time_ms = defaults().iterations.min_time_ms;
   int min_iters = defaults().iterations.min_iters;
   int max_iters = defaults().iterations.max_iters;
+  double precision_pct = defaults().iterations.precision * 100.0;
+  double max_time_ms = defaults().iterations.max_time_ms;
+  std::string budget;  // empty: no budget
+  bool no_health = !defaults().health;
   // --check, --no-check and -c N each say whether to check, in the order
   // the options are defined: two that disagree are refused.
   std::vector<std::pair<std::string, bool>> check_votes;
@@ -171,6 +176,9 @@ struct RawOptions {
   std::string pair_bytes;
   std::string pair_small_bytes;
   std::string pairs = "all";
+  int pair_full_limit = defaults().pairs.full_limit;
+  int pair_peers = defaults().pairs.peers;
+  unsigned pair_seed = defaults().pairs.seed;
   double outlier_mads = defaults().pairs.outlier_mads;
   double outlier_drop = defaults().pairs.outlier_drop;
   // p2p --sweep.
@@ -252,6 +260,13 @@ void add_iteration_options(CLI::App& cmd, RawOptions& o, Command) {
                  with_default("Adaptive iterations: time to fill per size and placement", d.min_time_ms));
   cmd.add_option("--min-iters", o.min_iters, with_default("Adaptive iterations: lower bound", d.min_iters));
   cmd.add_option("--max-iters", o.max_iters, with_default("Adaptive iterations: upper bound", d.max_iters));
+  cmd.add_option("--precision", o.precision_pct,
+                 with_default("Adaptive iterations: add iterations until the mean's 95% confidence half-width is "
+                              "within this percentage (0: off)",
+                              o.precision_pct));
+  cmd.add_option(
+      "--max-time-ms", o.max_time_ms,
+      with_default("Adaptive iterations: time one size and placement may take to reach --precision", d.max_time_ms));
   cmd.add_flag(
       "--check", [&o](std::int64_t) { o.check_votes.emplace_back("--check", true); },
       fmt::format("Verify every result element{}", defaults().check ? " (on by default)" : ""));
@@ -294,6 +309,16 @@ void add_output_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
 }
 
+void add_budget_option(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--budget", o.budget,
+                 "End the whole run within DURATION (e.g. 90s, 5m): phases get shares; what does not fit is cut "
+                 "and listed  [none; 60s with --profile smoke]");
+}
+
+void add_health_option(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_flag("--no-health", o.no_health, "Skip the quick pass over node pairs before the sweep (several nodes)");
+}
+
 void add_label_option(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--label", o.label,
                  "Name this run (e.g. the provider): saved in the JSON, on every CSV row and in comparisons");
@@ -333,6 +358,13 @@ void add_pair_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--pair-small-bytes", o.pair_small_bytes,
                  with_default("Pair matrix: message size for latency", size_text(d.small_bytes)));
   cmd.add_option("--pairs", o.pairs, with_default("Pair rounds: all, or sample:K for K of the N-1 rounds", o.pairs));
+  cmd.add_option(
+      "--pair-full-limit", o.pair_full_limit,
+      with_default("Above this many nodes, each node meets --pair-peers random others instead of all", d.full_limit));
+  cmd.add_option("--pair-peers", o.pair_peers,
+                 with_default("Random pair rounds above --pair-full-limit nodes", d.peers));
+  cmd.add_option("--pair-seed", o.pair_seed,
+                 with_default("Seed of the random node order above --pair-full-limit (not 0)", d.seed));
   cmd.add_option("--outlier-mads", o.outlier_mads,
                  with_default("Findings: scaled MADs below the median to flag", d.outlier_mads));
   cmd.add_option("--outlier-drop", o.outlier_drop,
@@ -368,8 +400,8 @@ void add_gate_options(CLI::App& cmd, RawOptions& o, Command) {
 
 void add_profile_option(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--profile", o.profile,
-                 "smoke: a short one-node suite for CI (16 B..16 MiB x4; allreduce, allgather, sendrecv; 5 ms per "
-                 "size; data checked)");
+                 "smoke: a short suite for CI (16 B..16 MiB x4; allreduce, allgather, sendrecv; 5 ms per size; "
+                 "data checked; ladder and pairs at 4 MiB; a 60 s --budget)");
 }
 
 void add_topo_output_options(CLI::App& cmd, RawOptions& o, Command) {
@@ -431,10 +463,12 @@ struct OptionGroup {
 
 // Adding an option: one line in its group's function above (and its field
 // in RunConfig, whose default the help then shows).
-constexpr std::array<OptionGroup, 18> option_groups{{
+constexpr std::array<OptionGroup, 20> option_groups{{
     {on_run | on_sweep | on_p2p, add_size_options},
     {on_run | on_sweep, add_collective_options},
     {measuring, add_iteration_options},
+    {measuring, add_budget_option},
+    {on_run, add_health_option},
     {on_run | on_sweep | on_scale, add_rank_time_option},
     {measuring, add_transport_options},
     {measuring, add_output_options},
@@ -618,8 +652,12 @@ void apply_profile(const CLI::App& cmd, RawOptions& o) {
   if (unset("--ops")) o.ops = "allreduce,allgather,sendrecv";
   if (unset("--min-time-ms")) o.min_time_ms = 5;
   if (unset("--warmup")) o.warmup = 2;
-  if (unset("--pair-bytes")) o.pair_bytes = "16M";
-  if (unset("--scale-bytes")) o.scale_bytes = "16M";
+  // The ladder and the pair matrix at 4 MiB, and the precision loop held
+  // to 25 ms a point: the whole suite fits the budget on a small machine.
+  if (unset("--pair-bytes")) o.pair_bytes = "4M";
+  if (unset("--scale-bytes")) o.scale_bytes = "4M";
+  if (unset("--max-time-ms")) o.max_time_ms = 25;
+  if (unset("--budget")) o.budget = "60s";
   o.check_votes.clear();
 }
 
@@ -679,6 +717,13 @@ void apply_pair_options(const RawOptions& o, PairConfig& pairs) {
     throw UsageError(fmt::format("--outlier-mads {}: must be above 0", o.outlier_mads));
   if (!(o.outlier_drop > 0 && o.outlier_drop < 1))
     throw UsageError(fmt::format("--outlier-drop {}: must be between 0 and 1", o.outlier_drop));
+  if (o.pair_full_limit < 2)
+    throw UsageError(fmt::format("--pair-full-limit {}: must be 2 or above", o.pair_full_limit));
+  if (o.pair_peers < 1) throw UsageError(fmt::format("--pair-peers {}: must be 1 or above", o.pair_peers));
+  if (o.pair_seed == 0) throw UsageError("--pair-seed 0: must be above 0 (0 would keep the node order)");
+  pairs.full_limit = o.pair_full_limit;
+  pairs.peers = o.pair_peers;
+  pairs.seed = o.pair_seed;
   pairs.outlier_mads = o.outlier_mads;
   pairs.outlier_drop = o.outlier_drop;
 }
@@ -769,6 +814,19 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   if (o.max_iters < o.min_iters)
     throw UsageError(fmt::format("--max-iters {} is below --min-iters {}", o.max_iters, o.min_iters));
   c.iterations = {o.warmup, o.iters, o.min_time_ms, o.min_iters, o.max_iters};
+  if (!(o.precision_pct >= 0.0) || o.precision_pct >= 100.0)
+    throw UsageError(fmt::format("--precision {}: must be a percentage from 0 (off) to below 100", o.precision_pct));
+  if (!(o.max_time_ms > 0.0) || !std::isfinite(o.max_time_ms))
+    throw UsageError(fmt::format("--max-time-ms {}: must be above 0", o.max_time_ms));
+  c.iterations.precision = o.precision_pct / 100.0;
+  c.iterations.max_time_ms = o.max_time_ms;
+  if (!o.budget.empty()) {
+    c.budget_s = parse_duration_s(o.budget);
+    if (!c.budget_s)
+      throw UsageError(
+          fmt::format("--budget: '{}' is not a duration above 0 (seconds, or with s, m or h: 90s, 5m)", o.budget));
+  }
+  c.health = !o.no_health;
   c.check = check_from(o);
   c.rank_time = parse_choice_flag<RankTime>("-a/--rank-time", o.rank_time);
   c.inplace = parse_choice_flag<InPlaceChoice>("--inplace", o.inplace);

@@ -1,6 +1,7 @@
 #include "fabricbench/engine/multinode.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -51,6 +52,7 @@ struct GroupLine {
   double busbw_gbs = 0;
   std::uint64_t wrong = 0;
   int ranks = 0;
+  int cut = 0;  // fewer iterations than asked, to keep within the budget
 };
 
 std::vector<GroupLine> gather_group_lines(const Comm& world, const GroupLine& mine) {
@@ -69,33 +71,51 @@ std::vector<double> gather_times(const Comm& world, double mine) {
 
 // The ladder and the pair rounds measure float sums out of place.
 Measurement measure_fabric_op(const RunConfig& config, Transport& transport, const Comm& group, Op op,
-                              const Counts& counts) {
+                              const Counts& counts, double share_s) {
   const OpSpec spec{op, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, counts};
   transport.prepare(spec);
-  return measure_op(config, transport, group, spec);
+  return measure_op(config, transport, group, spec, share_s);
+}
+
+// World rank 0's share for the next of `left` steps of a phase, broadcast;
+// -1 when nothing is left (or the last step took longer than the share).
+double next_share(const Comm& world, const Window& phase, int left, double last_step_s) {
+  double share = unlimited_seconds;
+  if (world.rank() == 0 && std::isfinite(phase.seconds())) {
+    share = std::max(0.0, phase.left_s()) / std::max(left, 1);
+    if (share <= 0 || last_step_s > share) share = -1;
+  }
+  return world.broadcast_value(share, 0);
 }
 
 // One round of pair exchanges: the members with equal color (two ranks) run
 // the send/recv op at the large and the small size; every rank's own time is
 // gathered and handed, on world rank 0, to `record` with the bytes one
 // direction moved.
+// Returns how many of this round's measurements the budget cut (on every
+// rank).
 template <typename Record>
-void exchange_round(const RunConfig& config, Transport& transport, const Comm& world, int color, int key,
-                    const Record& record, std::uint64_t& wrong_total, bool latency_too = true) {
+int exchange_round(const RunConfig& config, Transport& transport, const Comm& world, int color, int key,
+                   const Record& record, std::uint64_t& wrong_total, double share_s, bool latency_too = true) {
   const Comm group = world.split(color, key);
   const std::unique_ptr<Transport> sub = transport.split(group, color, key);
+  int cut = 0;
   for (const bool bandwidth : {true, false}) {
     if (!bandwidth && !latency_too) continue;
     const std::size_t bytes = bandwidth ? config.pairs.bytes : config.pairs.small_bytes;
     const Counts counts = counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
     Measurement m;
-    if (sub) m = measure_fabric_op(config, *sub, group, Op::sendrecv, counts);
+    if (sub) m = measure_fabric_op(config, *sub, group, Op::sendrecv, counts, share_s / 2);
+    std::int64_t mine_cut = sub && group.rank() == 0 && (m.cut || m.skipped) ? 1 : 0;
+    world.allreduce_max(std::span<std::int64_t>(&mine_cut, 1));
+    cut += static_cast<int>(mine_cut);
     std::uint64_t wrong = sub && group.rank() == 0 ? m.timing.wrong.value_or(0) : 0;
     world.allreduce_sum(std::span<std::uint64_t>(&wrong, 1));
     wrong_total += wrong;
     const std::vector<double> times = gather_times(world, m.local_seconds);
     if (world.rank() == 0) record(bandwidth, counts.bytes, times);
   }
+  return cut;
 }
 
 // A node pair's bandwidth from every rank's time: the sum over rails of the
@@ -118,29 +138,54 @@ std::size_t ladder_bytes(const ScaleConfig& config) {
   return std::min(config.bytes, cap);
 }
 
-ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout) {
+ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                       const PhaseLimit& limit) {
+  const Window phase(limit.seconds);
   const int rpn = uniform_ranks_per_node(layout);
   ScaleResult result;
   result.bytes = ladder_bytes(config.scale);
   result.ranks_per_node = rpn;
   result.nic_gbit_per_node = config.scale.nic_gbit_per_node;
   const std::vector<Job> jobs = ladder_jobs(config.scale, result.bytes);
+  const std::vector<LevelPlan> plans = plan_ladder(layout.nodes);
+  int steps_left = static_cast<int>(plans.size() * jobs.size());
+  double last_step_s = 0;
 
-  for (const LevelPlan& plan : plan_ladder(layout.nodes)) {
+  for (const LevelPlan& plan : plans) {
     const int color =
         plan.kind == LevelKind::rail ? layout.local_rank : plan.group_of_node[static_cast<std::size_t>(layout.node)];
     const Comm group = world.split(color, world.rank());
     const std::unique_ptr<Transport> sub = transport.split(group, color, world.rank());
     for (const Job& job : jobs) {
+      const Window step;
+      const double share = next_share(world, phase, steps_left--, last_step_s);
+      const std::string what = plan.kind == LevelKind::rail
+                                   ? fmt::format("{} {} rails", name(job.op), format_size(job.bytes))
+                                   : fmt::format("{} {} groups of {} node{}", name(job.op), format_size(job.bytes),
+                                                 plan.nodes_per_group, plan.nodes_per_group == 1 ? "" : "s");
+      if (share < 0) {
+        if (world.rank() == 0 && limit.cuts != nullptr) limit.cuts->push_back(Cut{Phase::ladder, what, "skipped"});
+        continue;
+      }
       GroupLine mine;
       const Counts counts = counts_for(job.op, fabric_dtype, job.bytes, group.empty() ? 1 : group.size());
       if (sub && counts.param > 0) {
-        const Measurement m = measure_fabric_op(config, *sub, group, job.op, counts);
-        if (group.rank() == 0)
-          mine = GroupLine{true, color, m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0), group.size()};
+        const Measurement m = measure_fabric_op(config, *sub, group, job.op, counts, share);
+        if (group.rank() == 0 && !m.skipped)
+          mine = GroupLine{true,         color,        m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0),
+                           group.size(), m.cut ? 1 : 0};
       }
       const std::vector<GroupLine> lines = gather_group_lines(world, mine);
+      last_step_s = step.elapsed_s();
       if (world.rank() != 0) continue;
+      if (limit.cuts != nullptr) {
+        const bool fewer = std::any_of(lines.begin(), lines.end(), [](const GroupLine& l) { return l.cut != 0; });
+        if (lines.empty() && counts.param > 0)
+          limit.cuts->push_back(Cut{Phase::ladder, what, "skipped"});
+        else if (fewer)
+          limit.cuts->push_back(Cut{Phase::ladder, what, "fewer iterations"});
+      }
+      if (lines.empty()) continue;
       LevelResult level;
       level.kind = plan.kind;
       level.op = job.op;
@@ -182,7 +227,23 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
   return result;
 }
 
-PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout) {
+void plan_pairs(const PairConfig& config, int nodes, PairsResult& result) {
+  if (config.sample <= 0 && nodes > config.full_limit) {
+    result.mode = "random";
+    result.seed = config.seed;
+    result.rounds.clear();
+    for (int r = 0; r < random_pair_cost(nodes, config.peers).rounds; ++r) result.rounds.push_back(r);
+  } else {
+    result.mode = "full";
+    result.seed = 0;
+    result.rounds = pair_rounds(nodes, config.sample);
+  }
+  result.rounds_planned = static_cast<int>(result.rounds.size());
+}
+
+PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                      const PhaseLimit& limit, const PairPass& pass) {
+  const Window phase(limit.seconds);
   const int rpn = uniform_ranks_per_node(layout);
   const int n = layout.nodes;
   PairsResult result;
@@ -191,42 +252,78 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
   result.ranks_per_node = rpn;
   result.hosts = layout.hostnames;
   result.nodes = PairMatrix(n);
-  result.rounds = pair_rounds(n, config.pairs.sample);
-  result.intra.assign(static_cast<std::size_t>(n), PairMatrix(rpn));
+  plan_pairs(config.pairs, n, result);
+  const std::vector<int> order = seat_order(n, result.seed);
+  const std::vector<int> planned = result.rounds;
+  result.rounds.clear();
+  result.intra.assign(static_cast<std::size_t>(n), PairMatrix(pass.intra ? rpn : 0));
+  const int intra_rounds = pass.intra ? pair_round_count(rpn) : 0;
+  int steps_left = static_cast<int>(planned.size()) + intra_rounds;
+  double last_step_s = 0;
+  const auto cut = [&](std::string what, int measurements_cut, bool skipped) {
+    if (world.rank() != 0 || limit.cuts == nullptr) return;
+    if (skipped || measurements_cut > 0)
+      limit.cuts->push_back(Cut{pass.phase, std::move(what), skipped ? "skipped" : "fewer iterations"});
+  };
 
   // Between nodes: every rail at once.
-  for (const int round : result.rounds) {
-    const int partner = partners(n, round)[static_cast<std::size_t>(layout.node)];
+  for (const int round : planned) {
+    const Window step;
+    // The health pass is a few rounds of fixed, short counts: a round runs
+    // while any of the pass's time is left, and its measurements are never
+    // cut short, so that a slow host's links are measured: they are what
+    // names it.
+    const double share = next_share(world, phase, pass.phase == Phase::health ? 1 : steps_left, last_step_s);
+    --steps_left;
+    if (share < 0) {
+      cut(fmt::format("node pairs round {}", round), 0, true);
+      continue;
+    }
+    const std::vector<int> pairing = partners(n, round, order);
+    const int partner = pairing[static_cast<std::size_t>(layout.node)];
     const int color = partner < 0 ? -1 : layout.local_rank * n + std::min(layout.node, partner);
     const int key = partner < 0 ? 0 : (layout.node < partner ? 0 : 1);
-    exchange_round(
+    const int cuts = exchange_round(
         config, transport, world, color, key,
         [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
-          const std::vector<int> pairing = partners(n, round);
           for (int a = 0; a < n; ++a) {
             const int b = pairing[static_cast<std::size_t>(a)];
             if (b < 0) continue;
-            const double gbs = pair_gbs(layout, rpn, a, b, moved, times);
+            double gbs = 0;
             double us = 0;
-            for (int l = 0; l < rpn; ++l)
-              us += exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
-                                     times[static_cast<std::size_t>(rank_at(layout, b, l))]) *
-                    1e6 / rpn;
+            bool measured = true;
+            for (int l = 0; l < rpn; ++l) {
+              const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
+                                                times[static_cast<std::size_t>(rank_at(layout, b, l))]);
+              measured = measured && t > 0;
+              gbs += t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
+              us += t * 1e6 / rpn;
+            }
+            if (!measured) continue;  // cut by the budget: not measured, not zero
             if (bandwidth)
               result.nodes.bw(a, b) = gbs;
             else
               result.nodes.lat(a, b) = us;
           }
         },
-        result.wrong);
+        result.wrong, pass.phase == Phase::health ? unlimited_seconds : share);
+    result.rounds.push_back(round);
+    cut(fmt::format("node pairs round {}", round), cuts, false);
+    last_step_s = step.elapsed_s();
   }
 
   // Within each node: local rank pairs, every node at once.
-  for (int round = 0; round < pair_round_count(rpn); ++round) {
+  for (int round = 0; round < intra_rounds; ++round) {
+    const Window step;
+    const double share = next_share(world, phase, steps_left--, last_step_s);
+    if (share < 0) {
+      cut(fmt::format("local rank pairs round {}", round), 0, true);
+      continue;
+    }
     const int partner = partners(rpn, round)[static_cast<std::size_t>(layout.local_rank)];
     const int color = partner < 0 ? -1 : layout.node * rpn + std::min(layout.local_rank, partner);
     const int key = partner < 0 ? 0 : (layout.local_rank < partner ? 0 : 1);
-    exchange_round(
+    const int cuts = exchange_round(
         config, transport, world, color, key,
         [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
           const std::vector<int> pairing = partners(rpn, round);
@@ -237,14 +334,17 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
               if (b < 0) continue;
               const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, node, a))],
                                                 times[static_cast<std::size_t>(rank_at(layout, node, b))]);
+              if (!(t > 0)) continue;
               if (bandwidth)
-                matrix.bw(a, b) = t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
+                matrix.bw(a, b) = static_cast<double>(moved) / t / 1e9;
               else
                 matrix.lat(a, b) = t * 1e6;
             }
           }
         },
-        result.wrong);
+        result.wrong, share);
+    cut(fmt::format("local rank pairs round {}", round), cuts, false);
+    last_step_s = step.elapsed_s();
   }
   return result;
 }
@@ -281,7 +381,7 @@ BisectionResult run_bisection(const RunConfig& config, Transport& transport, con
         [&](bool, std::size_t moved, const std::vector<double>& times) {
           for (BisectionPair& p : h.pairs) p.loaded_gbs = pair_gbs(layout, rpn, p.a, p.b, moved, times);
         },
-        result.wrong, false);
+        result.wrong, unlimited_seconds, false);
     // Then the first pairs alone, one after the other.
     const int alone = std::min<int>(static_cast<int>(h.pairs.size()), bisection_alone_pairs);
     for (int p = 0; p < alone; ++p) {
@@ -291,7 +391,7 @@ BisectionResult run_bisection(const RunConfig& config, Transport& transport, con
             BisectionPair& pair = h.pairs[static_cast<std::size_t>(p)];
             pair.isolated_gbs = pair_gbs(layout, rpn, pair.a, pair.b, moved, times);
           },
-          result.wrong, false);
+          result.wrong, unlimited_seconds, false);
     }
     result.halvings.push_back(std::move(h));
   }

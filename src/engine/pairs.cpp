@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <random>
 #include <set>
 
 #include <fmt/format.h>
@@ -44,6 +46,45 @@ std::vector<int> partners(int count, int round) {
   pair(round % ring, last);
   for (int i = 1; i < seats / 2; ++i) pair((round + i) % ring, (round - i + ring) % ring);
   return partner;
+}
+
+std::vector<int> partners(int count, int round, const std::vector<int>& order) {
+  const std::vector<int> by_seat = partners(count, round);
+  std::vector<int> partner(by_seat.size(), -1);
+  for (std::size_t seat = 0; seat < by_seat.size(); ++seat) {
+    if (by_seat[seat] < 0) continue;
+    partner[static_cast<std::size_t>(order[seat])] = order[static_cast<std::size_t>(by_seat[seat])];
+  }
+  return partner;
+}
+
+std::vector<int> seat_order(int count, unsigned seed) {
+  std::vector<int> order(static_cast<std::size_t>(std::max(count, 0)));
+  for (int i = 0; i < count; ++i) order[static_cast<std::size_t>(i)] = i;
+  if (seed == 0) return order;
+  std::mt19937 draw(seed);
+  for (std::size_t i = order.size(); i > 1; --i) {
+    // A draw below a multiple of i, so every position is equally likely.
+    const std::uint64_t range = std::uint64_t{std::mt19937::max()} + 1;
+    const std::uint64_t limit = range - range % i;
+    std::uint64_t value = 0;
+    do {
+      value = draw();
+    } while (value >= limit);
+    std::swap(order[i - 1], order[value % i]);
+  }
+  return order;
+}
+
+PairCost full_pair_cost(int count) {
+  if (count < 2) return {};
+  return {pair_round_count(count), static_cast<long long>(count) * (count - 1) / 2};
+}
+
+PairCost random_pair_cost(int count, int peers) {
+  if (count < 2) return {};
+  const int rounds = std::min(std::max(peers, 1), pair_round_count(count));
+  return {rounds, static_cast<long long>(rounds) * (count / 2)};
 }
 
 std::vector<int> pair_rounds(int count, int sample) {

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/stats.hpp"
 
 namespace fabricbench {
@@ -34,13 +35,21 @@ std::vector<Point> plan(const RunConfig& config) {
   return points;
 }
 
+// A measurement's weight for its part of the sweep's time: its bytes, as
+// large sizes take longer, and no less than a 256 KiB one's, as small sizes
+// are bound by latency and their warm-up and check.
+double point_weight(std::size_t bytes) { return static_cast<double>(std::max(bytes, std::size_t{256} << 10)); }
+
 }  // namespace
 
 // Above this time per iteration (the slowest rank's warm-up), per-iteration
 // stamps inside the timed batch cost under 0.1% of the figure.
 constexpr double per_iteration_stamp_threshold_s = 50e-6;
 
-Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec) {
+Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec,
+                       double share_s) {
+  const Window window(share_s);
+  const bool lead = comm.rank() == 0;
   std::optional<std::uint64_t> wrong;
   if (config.check) {
     transport.fill(spec);
@@ -57,26 +66,66 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   double per_iteration = 0;
   if (warmup > 0) {
     transport.barrier();
+    // The warm-up's mean sizes the first batch only: with a cold first
+    // iteration it errs towards fewer iterations, and the precision loop
+    // then adds what the spread of the timed iterations calls for.
     const BatchTiming w = transport.time_batch(spec, warmup, false);
     per_iteration = w.seconds / warmup;
     comm.allreduce_max(std::span<double>(&per_iteration, 1));
   }
   // Rank 0 decides and every rank follows: a rank that decided alone could
   // issue a different number of collectives and hang the job.
-  const int iters = comm.broadcast_value(choose_iterations(policy, per_iteration), 0);
+  int wanted = choose_iterations(policy, per_iteration);
+  int first = wanted;
+  // Below the stamp threshold each iteration runs twice (the headline batch
+  // and the distribution batch): it costs twice its time.
+  const double cost_per_iteration = per_iteration * (per_iteration >= per_iteration_stamp_threshold_s ? 1 : 2);
+  if (lead && std::isfinite(share_s) && per_iteration > 0) {
+    const double fit = std::floor(window.left_s() / cost_per_iteration);
+    if (fit < static_cast<double>(first)) first = static_cast<int>(std::max(0.0, fit));
+  }
+  first = comm.broadcast_value(first, 0);
+  Measurement out;
+  out.per_iteration_s = per_iteration;
+  out.setup_s = window.elapsed_s();
+  out.cut = first < std::min(wanted, std::max(1, policy.min_iters));
+  if (first == 0) {
+    out.skipped = true;
+    return out;
+  }
 
   // Each iteration's own time costs a clock read or an event inside the
   // batch. Where an iteration takes long that is noise; where it takes
   // microseconds it would show in the headline, so the distribution then
   // comes from a second batch of the same length.
   const bool stamps_inline = per_iteration >= per_iteration_stamp_threshold_s;
-  transport.barrier();
-  BatchTiming batch = transport.time_batch(spec, iters, stamps_inline);
-  if (!stamps_inline) {
+  double local_seconds = 0;
+  int iters = 0;
+  std::vector<double> samples;
+  const Window batches;
+  for (int batch_iters = first; batch_iters > 0;) {
     transport.barrier();
-    batch.per_iteration = transport.time_batch(spec, iters, true).per_iteration;
+    BatchTiming batch = transport.time_batch(spec, batch_iters, stamps_inline);
+    if (!stamps_inline) {
+      transport.barrier();
+      batch.per_iteration = transport.time_batch(spec, batch_iters, true).per_iteration;
+    }
+    local_seconds += batch.seconds;
+    iters += batch_iters;
+    // Per-iteration samples are averaged over ranks, like the headline time,
+    // so p50 and p99 read on the same scale as it.
+    comm.allreduce_sum(std::span<double>(batch.per_iteration));
+    for (double& sample : batch.per_iteration) sample /= comm.size();
+    samples.insert(samples.end(), batch.per_iteration.begin(), batch.per_iteration.end());
+    int next = 0;
+    if (lead && !out.cut) {
+      const double left = std::min(window.left_s(), policy.max_time_ms * 1e-3 - window.elapsed_s());
+      next = more_iterations(policy, iters, relative_half_width(samples), batches.elapsed_s() / iters, left);
+    }
+    batch_iters = comm.broadcast_value(next, 0);
   }
-  const double local = batch.seconds / iters;
+
+  const double local = local_seconds / iters;
   double mean = local;
   double low = mean;
   double high = mean;
@@ -84,17 +133,23 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   mean /= comm.size();
   comm.allreduce_min(std::span<double>(&low, 1));
   comm.allreduce_max(std::span<double>(&high, 1));
-  const double first = comm.broadcast_value(local, 0);
-  const double headline = headline_seconds(config.rank_time, first, mean, low, high);
-  // Per-iteration samples are averaged over ranks, like the headline time,
-  // so p50 and p99 read on the same scale as it.
-  comm.allreduce_sum(std::span<double>(batch.per_iteration));
-  for (double& sample : batch.per_iteration) sample /= comm.size();
+  const double rank0 = comm.broadcast_value(local, 0);
+  const double headline = headline_seconds(config.rank_time, rank0, mean, low, high);
 
-  Timing timing = make_timing(spec.op, comm.size(), spec.counts.bytes, headline, low, high, batch.per_iteration, iters);
-  timing.wrong = wrong;
-  timing.distribution_from_second_batch = !stamps_inline;
-  return {timing, local};
+  out.timing = make_timing(spec.op, comm.size(), spec.counts.bytes, headline, low, high, samples, iters);
+  out.timing.wrong = wrong;
+  out.timing.distribution_from_second_batch = !stamps_inline;
+  out.local_seconds = local;
+  return out;
+}
+
+int more_iterations(const IterationPolicy& policy, int done, double precision_reached, double seconds_per_iteration,
+                    double seconds_left) {
+  if (policy.fixed_iters > 0 || !(policy.precision > 0.0) || precision_reached <= policy.precision) return 0;
+  if (done >= policy.max_iters || !(seconds_per_iteration > 0.0)) return 0;
+  const double fit = std::floor(seconds_left / seconds_per_iteration);
+  const double more = std::min({static_cast<double>(done), static_cast<double>(policy.max_iters - done), fit});
+  return more > 0 ? static_cast<int>(more) : 0;
 }
 
 double headline_seconds(RankTime choice, double rank0_s, double mean_s, double min_s, double max_s) {
@@ -134,16 +189,28 @@ Timing make_timing(Op op, int nranks, std::size_t bytes, double headline_s, doub
   t.algbw_gbs = headline_s > 0 ? static_cast<double>(bytes) / headline_s / 1e9 : 0.0;
   t.busbw_gbs = t.algbw_gbs * busbw_factor(op, nranks);
   t.iterations = iterations;
+  if (const double h = relative_half_width(per_iteration_s); std::isfinite(h)) t.precision = h;
   return t;
 }
 
 std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
-                                   const SweepListener& listener) {
+                                   const SweepListener& listener, double seconds, std::vector<Cut>* cuts) {
+  const Window phase(seconds);
   const int n = comm.size();
   const bool lead = comm.rank() == 0;
   const std::vector<Point> points = plan(config);
   const std::vector<Placement> wanted = placements(config.inplace);
   std::vector<SweepRecord> records;
+  double weight_left = 0;
+  std::size_t measurements_left = points.size() * wanted.size();
+  for (const Point& p : points)
+    weight_left += static_cast<double>(wanted.size()) * point_weight(counts_for(p.op, p.dtype, p.bytes, n).bytes);
+  // The last measured op's time per iteration and size, to tell before a
+  // warm-up whether the next size can fit at all.
+  std::optional<Op> last_op;
+  double last_seconds = 0;
+  std::size_t last_bytes = 0;
+  double last_setup_s = 0;
 
   for (std::size_t index = 0; index < points.size(); ++index) {
     const Point& point = points[index];
@@ -178,12 +245,61 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
 
     if (skip.empty()) {
       OpSpec spec{point.op, point.dtype, redop, Placement::out_of_place, config.root, counts};
-      transport.prepare(spec);
+      bool prepared = false;
       for (SweepRecord& r : done) {
         spec.placement = r.placement;
-        r.timing = measure_op(config, transport, comm, spec).timing;
+        // Rank 0 gives this measurement an even part of what is left, or
+        // none (-1) when the previous size, scaled, shows its warm-up and
+        // one iteration would not fit.
+        double share = unlimited_seconds;
+        if (lead && std::isfinite(seconds)) {
+          // The larger of an even part and a part by bytes: small sizes
+          // use little of theirs, and what they leave flows on.
+          share = std::max(0.0, phase.left_s()) *
+                  std::max(point_weight(counts.bytes) / std::max(weight_left, 1.0),
+                           1.0 / static_cast<double>(std::max<std::size_t>(measurements_left, 1)));
+          // What the previous measurement spent before its first batch (the
+          // check and the warm-up) is the least this one needs.
+          double needed = last_setup_s;
+          if (last_op == point.op && last_bytes > 0) {
+            const double scale = std::max(1.0, static_cast<double>(counts.bytes) / static_cast<double>(last_bytes));
+            needed = std::max(needed, last_seconds * scale * (std::max(config.iterations.warmup, 1) + 1));
+          }
+          if (needed > share || share <= 0) share = -1;
+        }
+        share = comm.broadcast_value(share, 0);
+        weight_left -= point_weight(counts.bytes);
+        --measurements_left;
+        Measurement m;
+        if (share >= 0) {
+          if (!prepared) transport.prepare(spec);
+          prepared = true;
+          m = measure_op(config, transport, comm, spec, share);
+          // The timed mean, not the warm-up: a cold warm-up alone must not
+          // skip the sizes after it.
+          last_setup_s = m.setup_s;
+          if (!m.skipped) {
+            last_op = point.op;
+            last_seconds = m.timing.time_us * 1e-6;
+            last_bytes = counts.bytes;
+          }
+        }
+        if (share < 0 || m.skipped) {
+          r.skipped = "budget: the time left for the sweep holds no warm-up and iteration of this size";
+          r.cut = "budget";
+        } else {
+          r.timing = m.timing;
+          if (m.cut) r.cut = "budget";
+        }
+        if (lead && cuts != nullptr && !r.cut.empty())
+          cuts->push_back(Cut{Phase::sweep,
+                              fmt::format("{} {} {} {}", name(point.op), name(point.dtype), format_size(counts.bytes),
+                                          name(r.placement)),
+                              r.timing ? "fewer iterations" : "skipped"});
       }
     } else {
+      weight_left -= static_cast<double>(done.size()) * point_weight(counts.bytes);
+      measurements_left -= done.size();
       for (SweepRecord& r : done) {
         r.skipped = skip;
         r.bytes = point.bytes;  // the size asked for, since none was measured

@@ -91,6 +91,9 @@ ojson pairs_to_json(const PairsResult& p) {
   j["bytes"] = p.bytes;
   j["small_bytes"] = p.small_bytes;
   j["rounds"] = p.rounds;
+  j["mode"] = p.mode;
+  if (p.mode == "random") j["seed"] = p.seed;
+  j["rounds_planned"] = p.rounds_planned;
   j["ranks_per_node"] = p.ranks_per_node;
   j["hosts"] = p.hosts;
   j["links"] = matrix_to_json(p.nodes);
@@ -112,6 +115,11 @@ PairsResult pairs_from_json(const json& j) {
   p.bytes = read<std::size_t>(j.at("bytes"), "pairs/bytes");
   p.small_bytes = read<std::size_t>(j.at("small_bytes"), "pairs/small_bytes");
   p.rounds = read<std::vector<int>>(j.at("rounds"), "pairs/rounds");
+  if (const auto m = j.find("mode"); m != j.end()) p.mode = read<std::string>(*m, "pairs/mode");
+  if (const auto s = j.find("seed"); s != j.end()) p.seed = read<unsigned>(*s, "pairs/seed");
+  const auto planned = j.find("rounds_planned");
+  p.rounds_planned =
+      planned != j.end() ? read<int>(*planned, "pairs/rounds_planned") : static_cast<int>(p.rounds.size());
   p.ranks_per_node = read<int>(j.at("ranks_per_node"), "pairs/ranks_per_node");
   p.hosts = read<std::vector<std::string>>(j.at("hosts"), "pairs/hosts");
   check_matrix_sizes(p.hosts.size(), j.at("intra_node").size(), p.ranks_per_node);
@@ -144,10 +152,10 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   if (result.topology) doc["topology"] = topology_to_json(*result.topology);
   if (result.scaling) doc["scaling"] = scaling_to_json(*result.scaling);
   if (result.p2p_sweep) doc["p2p_sweep"] = to_value(*result.p2p_sweep);
-  if (result.pairs) {
-    doc["pairs"] = pairs_to_json(*result.pairs);
-    doc["findings"] = to_value(result.findings);
-  }
+  if (result.pairs) doc["pairs"] = pairs_to_json(*result.pairs);
+  if (result.pairs || result.health) doc["findings"] = to_value(result.findings);
+  if (result.health) doc["health"] = to_value(*result.health);
+  if (result.budget) doc["budget"] = to_value(*result.budget);
   if (result.islands) doc["islands"] = to_value(*result.islands);
   if (result.bisection) doc["bisection"] = to_value(*result.bisection);
   if (result.storage) doc["storage"] = to_value(*result.storage);
@@ -172,6 +180,8 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   if (const auto p = doc.find("p2p_sweep"); p != doc.end()) r.p2p_sweep = read<P2PSweepResult>(*p, "p2p_sweep");
   if (const auto p = doc.find("pairs"); p != doc.end()) r.pairs = pairs_from_json(*p);
   if (const auto f = doc.find("findings"); f != doc.end()) r.findings = read<std::vector<Finding>>(*f, "findings");
+  if (const auto h = doc.find("health"); h != doc.end()) r.health = read<HealthResult>(*h, "health");
+  if (const auto b = doc.find("budget"); b != doc.end()) r.budget = read<BudgetRecord>(*b, "budget");
   if (const auto i = doc.find("islands"); i != doc.end()) r.islands = read<IslandsResult>(*i, "islands");
   if (const auto b = doc.find("bisection"); b != doc.end()) r.bisection = read<BisectionResult>(*b, "bisection");
   if (const auto s = doc.find("storage"); s != doc.end()) r.storage = read<StorageResult>(*s, "storage");

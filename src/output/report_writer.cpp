@@ -53,6 +53,23 @@ std::string group_name(const Report& report, const ReportGroup& group) {
 
 }  // namespace
 
+void write_budget(const BudgetRecord& budget, std::optional<double> duration_s, std::ostream& out) {
+  out << fmt::format("#\n# budget {:g} s: the run took {:.1f} s; {} cut\n", budget.seconds, duration_s.value_or(0.0),
+                     budget.cuts.empty() ? std::string("nothing") : fmt::format("{}", budget.cuts.size()));
+  for (const PhaseSpend& p : budget.phases)
+    out << fmt::format("#   {:<7} share {:6.1f} s, used {:6.1f} s\n", name(p.phase), p.share_s, p.used_s);
+  for (const Cut& c : budget.cuts)
+    out << fmt::format("#   cut ({}): {}: {} {}\n", c.reason, name(c.phase), c.what, c.action);
+}
+
+void write_health(const HealthResult& health, std::ostream& out) {
+  out << fmt::format("# health pass over node pairs ({} and {}, {:.1f} s into the run): {}\n",
+                     format_size(health.small_bytes), format_size(health.bytes), health.seconds,
+                     health.findings.empty() ? std::string("no slow node or link")
+                                             : fmt::format("{} finding(s)", health.findings.size()));
+  for (const Finding& f : health.findings) out << "#   " << f.message << '\n';
+}
+
 void write_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostream& out) {
   out << fmt::format("#\n# Verdict: {}\n", name(level));
   for (const Verdict& v : verdicts) {
@@ -79,10 +96,12 @@ void write_report_text(const Report& report, std::ostream& out) {
     if (!point.empty()) table.point(point);
     if (!r.records.empty()) table.summary(r);
     if (r.scaling) write_ladder(*r.scaling, out);
+    if (r.health) write_health(*r.health, out);
     if (r.pairs) write_pairs(*r.pairs, r.findings, out);
     if (r.islands) write_islands(*r.islands, out);
     if (r.bisection) write_bisection(*r.bisection, out);
     if (r.storage) write_storage(*r.storage, out);
+    if (r.budget) write_budget(*r.budget, r.duration_s, out);
     if (r.topology) {
       out << "#\n";
       write_topology_summary(*r.topology, out);

@@ -56,6 +56,12 @@ def fabricbench(json_path, *args):
     return proc, doc
 
 
+def timed_fabricbench(json_path, *args):
+    start = time.monotonic()
+    proc, doc = fabricbench(json_path, *args)
+    return proc, doc, time.monotonic() - start
+
+
 def validate(test, path):
     proc = subprocess.run([sys.executable, ARGS.validator, ARGS.schema, path], capture_output=True, text=True)
     test.assertEqual(proc.returncode, 0, proc.stderr)
@@ -159,6 +165,83 @@ class MultiHost(unittest.TestCase):
         self.assertEqual([p["gpus"] for p in points], [2, 4, 8])
         for p in points:
             self.assertAlmostEqual(p["efficiency"], p["speedup"] / p["gpus"], places=9)
+
+    # The smoke profile's budget: the whole run ends within it. The margin
+    # covers what lies outside the tool's clock (mpirun starting 8 processes
+    # in 4 namespaces, MPI_Init and MPI_Finalize) on a loaded 2-core machine.
+    SMOKE_BUDGET_S = 60
+    LAUNCH_MARGIN_S = 30
+
+    def test_smoke_with_a_throttled_host_ends_within_its_budget_and_names_it(self):
+        testbed("throttle", "node2", RATE)
+        proc, doc, wall = timed_fabricbench(self.json, "run", "--profile", "smoke", *FINDINGS)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        self.assertLess(wall, self.SMOKE_BUDGET_S + self.LAUNCH_MARGIN_S, proc.stdout)
+        self.assertLessEqual(doc["status"]["duration_s"], self.SMOKE_BUDGET_S)
+        self.assertTrue(doc["status"]["complete"])
+        self.assertEqual(doc["budget"]["seconds"], self.SMOKE_BUDGET_S)
+        # Named by the quick pass, first, and in the final findings.
+        health = doc["health"]
+        self.assertEqual([(f["kind"], f["hosts"]) for f in health["findings"]], [("slow_node", ["node2"])],
+                         proc.stdout)
+        self.assertLess(health["seconds"], 20)
+        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node2"])])
+        first = proc.stdout.find("slow node node2")
+        self.assertGreaterEqual(first, 0, proc.stdout)
+        self.assertLess(first, proc.stdout.find("# allreduce on 8 ranks"), "named before the sweep")
+        # What the budget cut is listed, in the budget and on each record.
+        cuts = doc["budget"]["cuts"]
+        self.assertTrue(cuts, "a link at 100 Mbit/s cannot carry the whole smoke suite in 60 s")
+        self.assertTrue(all(c["reason"] == "budget" for c in cuts))
+        cut_records = [r for r in doc["records"] if r.get("cut") == "budget"]
+        self.assertEqual(len(cut_records), sum(1 for c in cuts if c["phase"] == "sweep"))
+        self.assertIn("# cut (budget):", proc.stdout)
+        self.assertEqual([p["phase"] for p in doc["budget"]["phases"]], ["health", "sweep", "ladder", "pairs"])
+
+    # A healthy run ends within its budget and names no host. Whether the
+    # budget cuts anything depends on the machine: 8 ranks on a small or
+    # loaded one (2 cores) can be too slow for the whole smoke suite in 60 s,
+    # so this does not assert that nothing was cut, only that whatever was
+    # cut is listed the same way in the JSON (budget and records) and the
+    # table.
+    def test_smoke_healthy_ends_within_its_budget_and_lists_what_it_cut(self):
+        proc, doc, wall = timed_fabricbench(self.json, "run", "--profile", "smoke", *FINDINGS)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        self.assertLess(wall, self.SMOKE_BUDGET_S + self.LAUNCH_MARGIN_S, proc.stdout)
+        self.assertLessEqual(doc["status"]["duration_s"], self.SMOKE_BUDGET_S)
+        self.assertTrue(doc["status"]["complete"])
+        self.assertEqual(doc["budget"]["seconds"], self.SMOKE_BUDGET_S)
+        self.assertEqual(doc["findings"], [])
+        self.assertEqual(doc["health"]["findings"], [])
+        self.assertNotRegex(proc.stdout, r"slow (node|link) node\d")
+        cuts = doc["budget"]["cuts"]
+        self.assertTrue(all(c["reason"] == "budget" for c in cuts))
+        cut_records = [r for r in doc["records"] if "cut" in r]
+        self.assertTrue(all(r["cut"] == "budget" for r in cut_records))
+        self.assertEqual(len(cut_records), sum(1 for c in cuts if c["phase"] == "sweep"))
+        self.assertIn("budget 60 s", proc.stdout)
+        if cuts:
+            self.assertIn(f"; {len(cuts)} cut", proc.stdout)
+            self.assertEqual(proc.stdout.count("#   cut (budget):"), len(cuts), proc.stdout)
+        else:
+            self.assertIn("nothing cut", proc.stdout)
+            self.assertNotIn("# cut (budget):", proc.stdout)
+
+    def test_random_pair_rounds_still_name_the_throttled_host(self):
+        # The linear-time mode forced on 4 hosts: 2 rounds in a seeded random
+        # order, so each host meets 2 of its 3 peers.
+        testbed("throttle", "node3", RATE)
+        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", "--pair-full-limit", "2", "--pair-peers",
+                                "2", *FINDINGS, *COMMON)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        self.assertEqual(doc["pairs"]["mode"], "random")
+        self.assertEqual(len(doc["pairs"]["rounds"]), 2)
+        links = {(l["from"], l["to"]) for l in doc["pairs"]["links"]}
+        self.assertEqual(len(links), 8)  # 2 rounds x 2 pairs x both directions
+        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node3"])])
 
 
 def splitmix64_halvings(nodes, count, seed):

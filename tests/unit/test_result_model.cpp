@@ -62,10 +62,12 @@ RunResult fully_populated() {
   measured.bytes = 1024;
   measured.count = 256;
   measured.ranks = 2;
-  measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, false, 0};
+  measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, false, 0, 0.01};
+  measured.cut = "budget";  // fewer iterations than asked
   r.records.push_back(measured);
   SweepRecord skipped = measured;
   skipped.timing.reset();
+  skipped.cut.clear();
   skipped.skipped = "too small";
   r.records.push_back(skipped);
 
@@ -92,6 +94,9 @@ RunResult fully_populated() {
   p.bytes = 1024;
   p.small_bytes = 8;
   p.rounds = {0};
+  p.mode = "random";
+  p.seed = 7;
+  p.rounds_planned = 2;
   p.ranks_per_node = 2;
   p.hosts = {"a", "b"};
   p.nodes = PairMatrix(2);
@@ -108,6 +113,9 @@ RunResult fully_populated() {
   sweep.records.push_back({P2PTest::bibandwidth, 8, 64, 64, 1, 0.016, 1000, std::nullopt});
   r.p2p_sweep = sweep;
   r.findings.push_back({FindingKind::slow_link, {0, 1}, {"a", "b"}, 10, 20, "slow link a -> b"});
+  r.health = HealthResult{1 << 20, 8, 1.5, r.findings};
+  r.budget =
+      BudgetRecord{60, {{Phase::health, 6, 1.5}, {Phase::pairs, 20, 20}}, {{Phase::pairs, "round 1", "skipped"}}};
   IslandsResult islands;
   islands.islands = {{"A", {0}, {"a"}}, {"B", {1}, {"b"}}};
   islands.in_island_latency_us = 2;

@@ -29,6 +29,11 @@ struct IterationPolicy {
   double min_time_ms = 20.0;  // adaptive: fill this budget per size and placement
   int min_iters = 5;
   int max_iters = 10000;
+  // Past the first batch, more iterations until the mean's relative 95%
+  // confidence half-width is within `precision` (0: off), for at most
+  // max_time_ms per size and placement (and never past the budget's share).
+  double precision = 0.01;
+  double max_time_ms = 100.0;
 };
 
 // The scaling ladder (`scale`, part of `run` on several nodes).
@@ -59,6 +64,11 @@ struct PairConfig {
   std::size_t bytes = std::size_t{64} << 20;  // bandwidth
   std::size_t small_bytes = 8;                // latency
   int sample = 0;                             // rounds to run; 0: all N-1
+  // Above full_limit nodes, `peers` rounds of a tournament over the nodes in
+  // a random order (the same seed on every rank): linear in N, not quadratic.
+  int full_limit = 64;
+  int peers = 4;
+  unsigned seed = 1;
   double outlier_mads = 4.0;
   double outlier_drop = 0.5;
 };
@@ -143,6 +153,9 @@ struct RunConfig {
   bool measure_topology = true;  // time host<->device and device<->device copies
   std::vector<std::string> command_line;
   ReportConfig report;
+  // The whole run ends within this many seconds (`--budget`); nullopt: no limit.
+  std::optional<double> budget_s;
+  bool health = true;  // a quick pass over node pairs before the sweep (run, several nodes)
 };
 
 std::vector<Placement> placements(InPlaceChoice choice);

@@ -26,6 +26,11 @@ double median(std::span<const double> samples);
 
 SampleStats summarize(std::span<const double> samples);
 
+// The half-width of the mean's 95% confidence interval relative to the mean
+// (Student's t for small samples): 0.01 means the mean is known to within 1%.
+// Infinite for fewer than 2 samples or a zero mean.
+double relative_half_width(std::span<const double> samples);
+
 // Mean and spread of one figure over several runs.
 struct Spread {
   double mean = 0;

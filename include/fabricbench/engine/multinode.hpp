@@ -6,6 +6,7 @@
 
 #include "fabricbench/comm/comm.hpp"
 #include "fabricbench/comm/layout.hpp"
+#include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/placement.hpp"
@@ -18,9 +19,31 @@ namespace fabricbench {
 // receive buffer fit in mem_cap (rounded down to a power of two).
 std::size_t ladder_bytes(const ScaleConfig& config);
 
+// How long a phase may take (`seconds`, read on world rank 0, which shares
+// it out and broadcasts every cut), and where rank 0 lists what it cut.
+struct PhaseLimit {
+  double seconds = unlimited_seconds;
+  std::vector<Cut>* cuts = nullptr;
+};
+
+// A pass over node pairs: the full matrix (with the pairs of local ranks
+// inside each node), or the quick health pass before the sweep (between
+// nodes only, under its own phase name).
+struct PairPass {
+  bool intra = true;
+  Phase phase = Phase::pairs;
+};
+
+// The rounds the pair matrix runs for `nodes` nodes: all of the tournament
+// (or `sample` of them), or above `full_limit` nodes `peers` rounds in a
+// random order. Fills mode, seed, rounds_planned and rounds.
+void plan_pairs(const PairConfig& config, int nodes, PairsResult& result);
+
 // Collective over `world`; the results are complete on world rank 0.
-ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout);
-PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout);
+ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                       const PhaseLimit& limit = {});
+PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                      const PhaseLimit& limit = {}, const PairPass& pass = {});
 
 // The bisection test (engine/placement.hpp): for each seeded halving, every
 // pair of the halving exchanges at once (send/recv in both directions at

@@ -22,6 +22,26 @@ namespace fabricbench {
 int pair_round_count(int count);
 std::vector<int> partners(int count, int round);
 
+// The same tournament with members seated in `order` (order[seat] = member):
+// the first K rounds of a tournament in a random order meet each member with
+// K random others, none twice.
+std::vector<int> partners(int count, int round, const std::vector<int>& order);
+
+// A random order of `count` members from `seed`: a Fisher-Yates shuffle on
+// std::mt19937, whose output the standard fixes, so every rank (and every
+// build) draws the same order. Seed 0: the identity.
+std::vector<int> seat_order(int count, unsigned seed);
+
+// What the pair matrix costs for `count` nodes: `rounds` rounds (all pairs
+// of a round at once) and `exchanges` node pairs, each moving the message
+// both ways on every rail.
+struct PairCost {
+  int rounds = 0;
+  long long exchanges = 0;
+};
+PairCost full_pair_cost(int count);
+PairCost random_pair_cost(int count, int peers);
+
 // The rounds to run: all, or `sample` of them spread evenly (sample <= 0:
 // all). Every node still meets `sample` others.
 std::vector<int> pair_rounds(int count, int sample);
@@ -59,7 +79,10 @@ struct PairMatrix {
 struct PairsResult {
   std::size_t bytes = 0;        // large message: bandwidth
   std::size_t small_bytes = 0;  // small message: latency
-  std::vector<int> rounds;
+  std::string mode = "full";    // "full": the tournament in node order; "random": a few rounds in a seeded order
+  unsigned seed = 0;            // random: the order's seed
+  int rounds_planned = 0;       // before the budget cut any
+  std::vector<int> rounds;      // the rounds that ran
   int ranks_per_node = 0;
   std::vector<std::string> hosts;
   PairMatrix nodes;               // node <-> node (symmetric), summed over rails

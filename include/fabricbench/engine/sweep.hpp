@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "fabricbench/comm/comm.hpp"
+#include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/engine/sweep_record.hpp"
 #include "fabricbench/transport/transport.hpp"
@@ -23,12 +24,26 @@ int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_i
 struct Measurement {
   Timing timing;
   double local_seconds = 0;
+  double per_iteration_s = 0;  // the warm-up's estimate, the slowest rank's
+  double setup_s = 0;          // on the group's rank 0: the check and warm-up, before the first batch
+  bool cut = false;            // fewer iterations than asked, to keep within `share_s`
+  bool skipped = false;        // not even one iteration fitted: no timing
 };
 
 // Measures `spec` on every member of `comm` (the transport's group): the data
 // check when enabled, the warm-up, the iteration count decided on the group's
-// rank 0, and the timed batch. Collective over the group.
-Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec);
+// rank 0, and timed batches until the mean is within the policy's precision
+// or its time is up. `share_s` (read on the group's rank 0) bounds the whole
+// measurement: a count that does not fit is cut. Collective over the group.
+Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec,
+                       double share_s = unlimited_seconds);
+
+// The iterations to add after `done` of them gave a relative half-width of
+// `precision_reached`: none once the policy's precision is met, the count is
+// at max_iters, or `seconds_left` holds no more; otherwise up to as many
+// again (doubling), within both bounds.
+int more_iterations(const IterationPolicy& policy, int done, double precision_reached, double seconds_per_iteration,
+                    double seconds_left);
 
 // Callbacks, called on rank 0 only.
 struct SweepListener {
@@ -42,8 +57,12 @@ struct SweepListener {
 
 // Runs the sweep on every rank of `comm` (the same group as the transport).
 // Returns the records on rank 0 (empty elsewhere).
+// `seconds` (read on rank 0) bounds the whole sweep: each point gets an even
+// part of what is left; a point that cannot fit is skipped, or measured with
+// fewer iterations, with the cut "budget" (and appended to `cuts` on rank 0).
 std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
-                                   const SweepListener& listener);
+                                   const SweepListener& listener, double seconds = unlimited_seconds,
+                                   std::vector<Cut>* cuts = nullptr);
 
 // The headline time of a measurement from the ranks' times (rank 0's, their
 // mean, min or max), as --rank-time (nccl-tests' -a) chooses.

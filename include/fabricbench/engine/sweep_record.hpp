@@ -27,6 +27,9 @@ struct Timing {
   // run measures; not part of the saved result.
   bool distribution_from_second_batch = false;
   std::optional<std::uint64_t> wrong;  // summed over ranks; nullopt when not checked
+  // The mean's relative 95% confidence half-width reached (0.01: within 1%);
+  // nullopt with fewer than 2 iterations.
+  std::optional<double> precision;
 };
 
 // One (op, dtype, redop, placement, size) point.
@@ -41,6 +44,7 @@ struct SweepRecord {
   int ranks = 0;                 // ranks in the group that ran it
   std::optional<Timing> timing;  // nullopt when skipped
   std::string skipped;           // why, when skipped
+  std::string cut;               // "budget" when the time budget skipped it or cut its iterations
 };
 
 }  // namespace fabricbench

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/core/types.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
@@ -56,6 +57,15 @@ struct RunInfo {
   std::optional<RankTime> rank_time;
 };
 
+// The quick pass over node pairs before the sweep (`run` on several nodes):
+// what it named and how soon, kept even when the budget cuts the full matrix.
+struct HealthResult {
+  std::size_t bytes = 0;        // the medium message
+  std::size_t small_bytes = 0;  // the small one
+  double seconds = 0;           // from the run's start to this verdict
+  std::vector<Finding> findings;
+};
+
 struct RunResult {
   ToolInfo tool;
   RunInfo run;
@@ -65,6 +75,8 @@ struct RunResult {
   std::optional<P2PSweepResult> p2p_sweep;  // p2p --sweep: the OSU tests between two ranks
   std::vector<Finding> findings;            // slow nodes and links from the pair matrix
   std::optional<ClusterTopology> topology;  // the topology probe, when it ran
+  std::optional<HealthResult> health;       // the quick pass, when it ran
+  std::optional<BudgetRecord> budget;       // with --budget: the shares and what was cut
   // Placement and storage (engine/placement.hpp, engine/storage.hpp).
   std::optional<IslandsResult> islands;      // latency islands, from the pair matrix
   std::optional<BisectionResult> bisection;  // the bisection test

@@ -36,6 +36,11 @@ inline std::optional<LevelKind> from_name(std::string_view text, fields::tag<Lev
     if (text == name(k)) return k;
   return std::nullopt;
 }
+inline std::optional<Phase> from_name(std::string_view text, fields::tag<Phase>) {
+  for (const Phase p : {Phase::health, Phase::sweep, Phase::ladder, Phase::pairs})
+    if (text == name(p)) return p;
+  return std::nullopt;
+}
 inline std::optional<FindingKind> from_name(std::string_view text, fields::tag<FindingKind>) {
   for (const FindingKind k : {FindingKind::slow_node, FindingKind::slow_link})
     if (text == name(k)) return k;
@@ -65,10 +70,12 @@ void fields_of(Self& t, Field&& field) {
   field("algbw_gbs", t.algbw_gbs);
   field("busbw_gbs", t.busbw_gbs);
   field("iterations", t.iterations);
+  field("precision", fields::omitted(t.precision));
   field("wrong", t.wrong);
 }
 
 // A measured point carries its timing's members; a skipped one says why.
+// Either may say the budget cut it (fewer iterations, or skipped).
 template <class Self, class Field>
 requires std::same_as<std::remove_const_t<Self>, SweepRecord>
 void fields_of(Self& r, Field&& field) {
@@ -81,6 +88,7 @@ void fields_of(Self& r, Field&& field) {
   field("count", r.count);
   field("ranks", r.ranks);
   field(fields::inlined(r.timing));
+  field("cut", fields::omitted(r.cut));
   field("skipped", fields::omitted(r.skipped));
 }
 
@@ -269,6 +277,42 @@ void fields_of(Self& s, Field&& field) {
   field("slowest_read_node", s.slowest_read_node);
   field("wrong_blocks", s.wrong_blocks);
   field("message", s.message);
+}
+
+// ---- the health pass and the budget --------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, HealthResult>
+void fields_of(Self& h, Field&& field) {
+  field("bytes", h.bytes);
+  field("small_bytes", h.small_bytes);
+  field("seconds", h.seconds);
+  field("findings", h.findings);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PhaseSpend>
+void fields_of(Self& p, Field&& field) {
+  field("phase", p.phase);
+  field("share_s", p.share_s);
+  field("used_s", p.used_s);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, Cut>
+void fields_of(Self& c, Field&& field) {
+  field("phase", c.phase);
+  field("what", c.what);
+  field("action", c.action);
+  field("reason", c.reason);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, BudgetRecord>
+void fields_of(Self& b, Field&& field) {
+  field("seconds", b.seconds);
+  field("phases", b.phases);
+  field("cuts", b.cuts);
 }
 
 // ---- the run --------------------------------------------------------------
