@@ -238,7 +238,9 @@ class RunPipeline {
   }
   // Half against half means something from 4 nodes on (2 or 3 give one pair).
   [[nodiscard]] bool wants_bisection() const {
-    return config_.placement.bisection_halvings > 0 && layout_.nodes >= 4 &&
+    // Not within a --budget: the halvings are no part of its shares, and a
+    // budgeted run (the smoke profile) must end in time.
+    return config_.placement.bisection_halvings > 0 && layout_.nodes >= 4 && !config_.budget_s &&
            ((config_.command == Command::p2p && !config_.p2p_sweep.enabled) || config_.command == Command::run);
   }
   [[nodiscard]] bool wants_storage() const {

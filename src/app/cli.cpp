@@ -426,7 +426,8 @@ void add_placement_options(CLI::App& cmd, RawOptions& o, Command) {
       "--island-ratio", o.island_ratio,
       with_default("Latency islands: how many times slower across islands than within, at least", d.island_ratio));
   cmd.add_option("--bisection-halvings", o.bisection_halvings,
-                 with_default("Bisection test (4 or more nodes): random halvings; 0: none", d.bisection_halvings));
+                 with_default("Bisection test (4 or more nodes; not with --budget): random halvings; 0: none",
+                              d.bisection_halvings));
   cmd.add_option("--bisection-seed", o.bisection_seed,
                  with_default("Bisection test: seed of the halvings (the same on every rank)", d.bisection_seed));
   cmd.add_option("--oversubscription-limit", o.oversubscription_limit,
