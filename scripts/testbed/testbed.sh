@@ -39,6 +39,9 @@ usage: testbed.sh COMMAND [ARGS]
   selftest [--np N] [ARGS...]         build and run selftest.c (allreduce + ping-pong)
   throttle HOST RATE                  limit HOST's link to RATE (tc rate, e.g. 200mbit), both directions
   throttle-pair HOSTA HOSTB RATE      limit only traffic between HOSTA and HOSTB
+  slow-group RATE HOST...             limit traffic between the listed hosts and all others to RATE
+                                      (within the group and among the others: unshaped); with a small
+                                      FB_TESTBED_BURST, small messages queue: a latency island
   unthrottle [HOST]                   remove shaping from HOST (default: all hosts)
   run K [--subnet A.B.C] [--slots S] -- CMD...
                                       up, run CMD, always down; exit with CMD's status
@@ -442,6 +445,28 @@ cmd_throttle_pair() {
     echo "throttled $(host_name "$a") <-> $(host_name "$b") to $rate"
 }
 
+# This kernel has no netem, so a group cannot be given a pure delay; a low
+# rate with a small bucket makes every crossing message wait for tokens
+# instead, which is what a latency island test needs: the group's own pairs
+# stay fast, every pair across is slow, for small messages too.
+cmd_slow_group() {
+    load_state
+    [[ $# -ge 2 ]] || die "usage: testbed.sh slow-group RATE HOST..."
+    local rate=$1 i j
+    shift
+    check_rate "$rate"
+    local -a in_group=()
+    for ((i = 0; i < K; i++)); do in_group[i]=0; done
+    for h in "$@"; do in_group[$(host_index "$h")]=1; done
+    for ((i = 0; i < K; i++)); do
+        for ((j = 0; j < K; j++)); do
+            [[ ${in_group[i]} -ne ${in_group[j]} ]] || continue
+            add_pair_class "$i" "$j" "$rate"
+        done
+    done
+    echo "slowed traffic between {$*} and the other hosts to $rate"
+}
+
 cmd_unthrottle() {
     load_state
     local i
@@ -525,6 +550,7 @@ main() {
         selftest) cmd_selftest "$@" ;;
         throttle) cmd_throttle "$@" ;;
         throttle-pair) cmd_throttle_pair "$@" ;;
+        slow-group) cmd_slow_group "$@" ;;
         unthrottle) cmd_unthrottle "$@" ;;
         run) cmd_run "$@" ;;
         *) usage >&2; exit 1 ;;

@@ -580,6 +580,22 @@ std::vector<Verdict> health_verdicts(const RunResult& result) {
                    ""});
   for (const Finding& f : result.findings)
     out.push_back({Level::warn, VerdictKind::finding, join(f.hosts), f.message, ""});
+  // Placement and storage: the islands and the storage figures inform; an
+  // oversubscribed bisection and files left behind warn.
+  if (result.islands && result.islands->islands.size() > 1)
+    out.push_back({Level::info, VerdictKind::finding, "latency islands", result.islands->message, ""});
+  if (result.bisection && result.bisection->oversubscription)
+    out.push_back({result.bisection->blocking ? Level::warn : Level::ok, VerdictKind::finding, "bisection",
+                   result.bisection->message, ""});
+  if (result.storage) {
+    const StorageResult& s = *result.storage;
+    out.push_back({Level::info, VerdictKind::finding, "storage", s.message, ""});
+    if (s.files_removed < s.files_written)
+      out.push_back({Level::warn, VerdictKind::finding, "storage",
+                     fmt::format("{} of {} test files could not be removed from {}", s.files_written - s.files_removed,
+                                 s.files_written, s.path),
+                     ""});
+  }
   if (result.topology)
     for (const Anomaly& a : result.topology->anomalies)
       out.push_back({Level::warn, VerdictKind::anomaly, a.device.empty() ? a.host : a.host + " " + a.device,

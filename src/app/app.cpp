@@ -28,6 +28,7 @@
 #include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
+#include "fabricbench/engine/storage.hpp"
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/p2p_writer.hpp"
@@ -215,6 +216,10 @@ class RunPipeline {
     // p2p --sweep runs alone (its command has no other phase).
     if (wants_p2p_sweep()) p2p_sweep();
     if (config_.model.enabled()) model_parallel();
+    // Placement and storage come after the budgeted phases and are not part
+    // of the budget's shares.
+    if (wants_bisection()) bisection();
+    if (wants_storage()) storage();
     if (!lead_) return exit_ok;
     finish();
     if (result_.budget && !config_.quiet) write_budget(*result_.budget, result_.duration_s, std::cout);
@@ -240,6 +245,16 @@ class RunPipeline {
     return (config_.command == Command::p2p && !config_.p2p_sweep.enabled) ||
            (config_.command == Command::run && (multi_node() || layout_.ranks_per_node.front() > 1));
   }
+  // Half against half means something from 4 nodes on (2 or 3 give one pair).
+  [[nodiscard]] bool wants_bisection() const {
+    // Not within a --budget: the halvings are no part of its shares, and a
+    // budgeted run (the smoke profile) must end in time.
+    return config_.placement.bisection_halvings > 0 && layout_.nodes >= 4 && !config_.budget_s &&
+           ((config_.command == Command::p2p && !config_.p2p_sweep.enabled) || config_.command == Command::run);
+  }
+  [[nodiscard]] bool wants_storage() const {
+    return config_.command == Command::storage || (config_.command == Command::run && !config_.storage.path.empty());
+  }
 
   // Refuses what cannot run before anything runs, then starts the transport
   // and records what, where and with what the run ran.
@@ -252,6 +267,10 @@ class RunPipeline {
         (config_.command == Command::run && multi_node()) || wants_gpu_ladder())
       (void)uniform_ranks_per_node(layout_);  // refuse uneven layouts before anything runs
     check_model_parallel_layout(config_.model, layout_);
+    if (wants_storage()) {  // the folder as every rank sees it, before anything runs
+      for (const std::string& problem : world_.allgather(storage_path_problem(config_.storage.path)))
+        if (!problem.empty()) throw UsageError(problem);
+    }
     agree_on_root(world_, [this] {
       if (!config_.json_path.empty()) check_writable(config_.json_path, "--json");
       if (!config_.csv_path.empty()) check_writable(config_.csv_path, "--csv");
@@ -511,7 +530,45 @@ class RunPipeline {
     } else {
       for (const Finding& f : result_.findings) std::cout << "# " << f.message << '\n';
     }
+    if (multi_node()) {
+      result_.islands = find_latency_islands(matrix.nodes, matrix.hosts, config_.placement.island_ratio);
+      if (!config_.quiet)
+        write_islands(*result_.islands, std::cout);
+      else if (result_.islands->islands.size() > 1)
+        std::cout << "# " << result_.islands->message << '\n';
+    }
     result_.pairs = std::move(matrix);
+    save(config_, result_, started_, last_);
+  }
+
+  void bisection() {
+    Watchdog::note_phase("bisection");
+    BisectionResult b = run_bisection(config_, *transport_, world_, layout_);
+    if (!lead_) return;
+    result_.wrong_total += b.wrong;
+    if (!config_.quiet)
+      write_bisection(b, std::cout);
+    else
+      std::cout << "# bisection: " << b.message << '\n';
+    result_.bisection = std::move(b);
+    save(config_, result_, started_, last_);
+  }
+
+  void storage() {
+    Watchdog::note_phase("storage");
+    // The storage test waits on MPI barriers and the file system, not on the
+    // transport: it gets the deadline whatever the transport.
+    const bool rearmed = watchdog_ != nullptr && transport_->name() != "mpi";
+    if (rearmed) watchdog_->rearm_deadline();
+    StorageResult s = run_storage(config_, world_, layout_);
+    if (rearmed) watchdog_->disarm_deadline();
+    if (!lead_) return;
+    result_.wrong_total += s.wrong_blocks;
+    if (!config_.quiet)
+      write_storage(s, std::cout);
+    else
+      std::cout << "# storage: " << s.message << '\n';
+    result_.storage = std::move(s);
     save(config_, result_, started_, last_);
   }
 

@@ -38,6 +38,7 @@ enum Uses : unsigned {
   on_topo = 1U << 4U,
   on_report = 1U << 5U,
   on_version = 1U << 6U,
+  on_storage = 1U << 7U,
 };
 constexpr unsigned measuring = on_run | on_sweep | on_scale | on_p2p;
 
@@ -48,7 +49,7 @@ struct Subcommand {
   const char* description;
 };
 
-constexpr std::array<Subcommand, 7> subcommands{{
+constexpr std::array<Subcommand, 8> subcommands{{
     {"run", Command::run, on_run, "The full suite (default when no subcommand is given)"},
     {"sweep", Command::sweep, on_sweep, "Collective sweeps over message sizes"},
     {"scale", Command::scale, on_scale, "Scaling ladder: bus bandwidth from 1 node to all nodes"},
@@ -56,6 +57,8 @@ constexpr std::array<Subcommand, 7> subcommands{{
      "Node-pair matrix: bandwidth and latency of every node pair, slow nodes; --sweep: OSU latency, bw and bibw "
      "over sizes between two ranks"},
     {"topo", Command::topo, on_topo, "Topology: what is in each node and what differs from its peers"},
+    {"storage", Command::storage, on_storage,
+     "Shared storage: every rank (or one per node) writes then reads its own file in --storage-path, all at once"},
     {"report", Command::report, on_report,
      "Read result files: tables, verdicts, cost; compare runs; --csv, --html; gates for CI (no MPI needed)"},
     {"version", Command::version, on_version, "Tool version, git hash, transports and library versions"},
@@ -212,6 +215,15 @@ struct RawOptions {
   std::string profile;
   std::vector<std::string> files;
   std::string html;
+  // Placement (islands, bisection) and storage.
+  double island_ratio = defaults().placement.island_ratio;
+  int bisection_halvings = defaults().placement.bisection_halvings;
+  std::uint64_t bisection_seed = defaults().placement.bisection_seed;
+  double oversubscription_limit = defaults().placement.oversubscription_limit;
+  std::string storage_path;
+  std::string file_bytes;
+  bool storage_per_node = defaults().storage.per_node;
+  bool storage_buffered = defaults().storage.buffered;
   std::string ignored;  // the values of nccl-tests' options refused below
 };
 
@@ -447,6 +459,43 @@ void add_no_equivalents(CLI::App& cmd, RawOptions& o, Command) {
   for (const NoEquivalent& n : no_equivalents) cmd.add_option(n.names, o.ignored)->expected(0, 1)->group("");
 }
 
+void add_placement_options(CLI::App& cmd, RawOptions& o, Command) {
+  const PlacementConfig& d = defaults().placement;
+  cmd.add_option(
+      "--island-ratio", o.island_ratio,
+      with_default("Latency islands: how many times slower across islands than within, at least", d.island_ratio));
+  cmd.add_option("--bisection-halvings", o.bisection_halvings,
+                 with_default("Bisection test (4 or more nodes; not with --budget): random halvings; 0: none",
+                              d.bisection_halvings));
+  cmd.add_option("--bisection-seed", o.bisection_seed,
+                 with_default("Bisection test: seed of the halvings (the same on every rank)", d.bisection_seed));
+  cmd.add_option("--oversubscription-limit", o.oversubscription_limit,
+                 with_default("Bisection test: name the fabric oversubscribed above this isolated:loaded ratio",
+                              d.oversubscription_limit));
+}
+
+void add_storage_options(CLI::App& cmd, RawOptions& o, Command command) {
+  CLI::Option* path =
+      cmd.add_option("--storage-path", o.storage_path,
+                     command == Command::storage ? "Folder to test (shared by the nodes, or each node's own)"
+                                                 : "Also test the storage in this folder, from every node at once");
+  if (command == Command::storage) path->required();
+  cmd.add_option("--file-bytes", o.file_bytes,
+                 "Storage: bytes per file (default: 1G with O_DIRECT, else twice each writer's share of the node's "
+                 "memory, at least 1G)");
+  cmd.add_flag("--storage-per-node", o.storage_per_node, "Storage: one writer per node instead of every rank");
+  cmd.add_flag("--storage-buffered", o.storage_buffered,
+               "Storage: never O_DIRECT (buffered I/O, fsync, cached pages dropped before reading)");
+}
+
+void add_storage_command_options(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--json", o.json, "Write the results as JSON to FILE");
+  cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
+  cmd.add_option("-T,--timeout", o.timeout_s,
+                 with_default("Seconds any wait on a peer or the storage may take before the run aborts",
+                              defaults().gpu.timeout_s));
+}
+
 struct OptionGroup {
   unsigned uses;
   void (*add)(CLI::App&, RawOptions&, Command);
@@ -454,7 +503,7 @@ struct OptionGroup {
 
 // Adding an option: one line in its group's function above (and its field
 // in RunConfig, whose default the help then shows).
-constexpr std::array<OptionGroup, 19> option_groups{{
+constexpr std::array<OptionGroup, 22> option_groups{{
     {on_run | on_sweep | on_p2p, add_size_options},
     {on_run | on_sweep, add_collective_options},
     {measuring, add_iteration_options},
@@ -463,17 +512,20 @@ constexpr std::array<OptionGroup, 19> option_groups{{
     {on_run | on_sweep | on_scale, add_rank_time_option},
     {measuring, add_transport_options},
     {measuring, add_output_options},
-    {measuring, add_label_option},
+    {measuring | on_storage, add_label_option},
     {on_run | on_topo, add_topology_options},
     {on_run | on_scale, add_scale_options},
     {on_run | on_scale, add_model_parallel_options},
     {on_run | on_scale, add_gpu_ladder_options},
     {on_run | on_p2p, add_pair_options},
     {on_p2p, add_p2p_sweep_options},
-    {measuring | on_report, add_gate_options},
+    {measuring | on_report | on_storage, add_gate_options},
     {on_run, add_profile_option},
     {on_topo, add_topo_output_options},
     {on_report, add_report_options},
+    {on_run | on_p2p, add_placement_options},
+    {on_run | on_storage, add_storage_options},
+    {on_storage, add_storage_command_options},
 }};
 constexpr OptionGroup no_equivalent_group{measuring, add_no_equivalents};
 
@@ -813,6 +865,35 @@ void apply_pair_options(const RawOptions& o, PairConfig& pairs) {
   pairs.outlier_drop = o.outlier_drop;
 }
 
+void apply_placement_options(const RawOptions& o, PlacementConfig& p) {
+  if (!(o.island_ratio > 1) || !std::isfinite(o.island_ratio))
+    throw UsageError(fmt::format("--island-ratio {}: must be a finite number above 1", o.island_ratio));
+  if (o.bisection_halvings < 0 || o.bisection_halvings > 1000)
+    throw UsageError(fmt::format("--bisection-halvings {}: must be from 0 to 1000", o.bisection_halvings));
+  if (!(o.oversubscription_limit >= 1) || !std::isfinite(o.oversubscription_limit))
+    throw UsageError(
+        fmt::format("--oversubscription-limit {}: must be a finite number, 1 or above", o.oversubscription_limit));
+  p.island_ratio = o.island_ratio;
+  p.bisection_halvings = o.bisection_halvings;
+  p.bisection_seed = o.bisection_seed;
+  p.oversubscription_limit = o.oversubscription_limit;
+}
+
+void apply_storage_options(const RawOptions& o, StorageConfig& s) {
+  s.path = o.storage_path;
+  if (s.path.empty()) {
+    for (const auto& [flag, given_here] :
+         {std::pair{"--file-bytes", !o.file_bytes.empty()}, std::pair{"--storage-per-node", o.storage_per_node},
+          std::pair{"--storage-buffered", o.storage_buffered}})
+      if (given_here) throw UsageError(fmt::format("{}: needs --storage-path DIR", flag));
+  }
+  if (!o.file_bytes.empty()) {
+    s.file_bytes = size_value("--file-bytes", o.file_bytes);
+  }
+  s.per_node = o.storage_per_node;
+  s.buffered = o.storage_buffered;
+}
+
 // p2p: the matrix, or with --sweep the OSU tests between two ranks; each
 // refuses the other's options.
 void apply_p2p_options(const CLI::App& cmd, const RawOptions& o, RunConfig& c) {
@@ -820,8 +901,9 @@ void apply_p2p_options(const CLI::App& cmd, const RawOptions& o, RunConfig& c) {
   s.enabled = o.p2p_sweep;
   const std::vector<const char*> sweep_only{"--min-bytes", "--max-bytes", "--step-factor", "--sizes",
                                             "--ranks",     "--nodes",     "--tests",       "--window"};
-  const std::vector<const char*> matrix_only{"--pair-bytes", "--pair-small-bytes", "--pairs", "--outlier-mads",
-                                             "--outlier-drop"};
+  const std::vector<const char*> matrix_only{"--pair-bytes",         "--pair-small-bytes", "--pairs",
+                                             "--outlier-mads",       "--outlier-drop",     "--island-ratio",
+                                             "--bisection-halvings", "--bisection-seed",   "--oversubscription-limit"};
   for (const char* flag : s.enabled ? matrix_only : sweep_only) {
     if (!given(cmd, flag)) continue;
     if (s.enabled) throw UsageError(fmt::format("{}: p2p --sweep does not use it (the pair matrix does)", flag));
@@ -910,6 +992,8 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   apply_model_parallel_options(cmd, o, command, c);
   apply_gpu_ladder_options(o, c.scale);
   apply_pair_options(o, c.pairs);
+  apply_placement_options(o, c.placement);
+  apply_storage_options(o, c.storage);
   if (command == Command::p2p) apply_p2p_options(cmd, o, c);
   apply_decision_options(o, c.report);
   return c;
@@ -1068,7 +1152,7 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   if (command == Command::run) apply_profile(*chosen, options);
   outcome.config = to_config(*chosen, options, command);
   // The probe moves no collective data; the host transport only fills the record.
-  if (command == Command::topo) outcome.config.transport = TransportChoice::mpi;
+  if (command == Command::topo || command == Command::storage) outcome.config.transport = TransportChoice::mpi;
   outcome.config.command_line = args;
   return outcome;
 }

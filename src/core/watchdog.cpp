@@ -94,6 +94,18 @@ void Watchdog::note_step(const char* op, std::size_t bytes) {
   }
 }
 
+void Watchdog::rearm_deadline() {
+  last_ns_ = now_ns();
+  armed_ = true;
+}
+
+void Watchdog::set_cleanup(std::function<void()> cleanup) {
+  if (Watchdog* w = active.load()) {
+    const std::lock_guard lock(w->words_mutex_);
+    w->cleanup_ = std::move(cleanup);
+  }
+}
+
 std::string Watchdog::timeout_reason() const {
   const char* op = op_.load();
   return fmt::format("timeout: rank {} on {} waited more than {} s in the {} phase{} (--timeout {})", rank_, host_,
@@ -130,6 +142,11 @@ void Watchdog::fire(const std::string& reason, int code) {
   if (code != signal_code_ || grace_.count() == 0) std::cerr << "fabricbench: error: " << reason << '\n' << std::flush;
   {
     const std::lock_guard lock(words_mutex_);
+    try {
+      if (cleanup_) cleanup_();
+    } catch (const std::exception& e) {
+      std::cerr << "fabricbench: error: while cleaning up: " << e.what() << '\n';
+    }
     try {
       if (last_words_) last_words_(reason);
     } catch (const std::exception& e) {

@@ -96,11 +96,12 @@ double next_share(const Comm& world, const Window& phase, int left, double last_
 // rank).
 template <typename Record>
 int exchange_round(const RunConfig& config, Transport& transport, const Comm& world, int color, int key,
-                   const Record& record, PairsResult& result, double share_s) {
+                   const Record& record, std::uint64_t& wrong_total, double share_s, bool latency_too = true) {
   const Comm group = world.split(color, key);
   const std::unique_ptr<Transport> sub = transport.split(group, color, key);
   int cut = 0;
   for (const bool bandwidth : {true, false}) {
+    if (!bandwidth && !latency_too) continue;
     const std::size_t bytes = bandwidth ? config.pairs.bytes : config.pairs.small_bytes;
     const Counts counts = counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
     Measurement m;
@@ -110,11 +111,23 @@ int exchange_round(const RunConfig& config, Transport& transport, const Comm& wo
     cut += static_cast<int>(mine_cut);
     std::uint64_t wrong = sub && group.rank() == 0 ? m.timing.wrong.value_or(0) : 0;
     world.allreduce_sum(std::span<std::uint64_t>(&wrong, 1));
-    result.wrong += wrong;
+    wrong_total += wrong;
     const std::vector<double> times = gather_times(world, m.local_seconds);
     if (world.rank() == 0) record(bandwidth, counts.bytes, times);
   }
   return cut;
+}
+
+// A node pair's bandwidth from every rank's time: the sum over rails of the
+// bytes one direction moved over the pair's exchange time.
+double pair_gbs(const Layout& layout, int rpn, int a, int b, std::size_t moved, const std::vector<double>& times) {
+  double gbs = 0;
+  for (int l = 0; l < rpn; ++l) {
+    const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
+                                      times[static_cast<std::size_t>(rank_at(layout, b, l))]);
+    gbs += t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
+  }
+  return gbs;
 }
 
 }  // namespace
@@ -293,7 +306,7 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
               result.nodes.lat(a, b) = us;
           }
         },
-        result, pass.phase == Phase::health ? unlimited_seconds : share);
+        result.wrong, pass.phase == Phase::health ? unlimited_seconds : share);
     result.rounds.push_back(round);
     cut(fmt::format("node pairs round {}", round), cuts, false);
     last_step_s = step.elapsed_s();
@@ -329,10 +342,60 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
             }
           }
         },
-        result, share);
+        result.wrong, share);
     cut(fmt::format("local rank pairs round {}", round), cuts, false);
     last_step_s = step.elapsed_s();
   }
+  return result;
+}
+
+BisectionResult run_bisection(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout) {
+  const int rpn = uniform_ranks_per_node(layout);
+  const int n = layout.nodes;
+  BisectionResult result;
+  result.bytes = counts_for(Op::sendrecv, fabric_dtype, config.pairs.bytes, 2).bytes;
+  result.seed = config.placement.bisection_seed;
+  result.ranks_per_node = rpn;
+  for (const Halving& halving : plan_halvings(n, config.placement.bisection_halvings, result.seed)) {
+    HalvingResult h;
+    h.half_a = halving.half_a;
+    h.half_b = halving.half_b;
+    // The pair index of each node in this halving (-1: sits out).
+    std::vector<int> pair_of(static_cast<std::size_t>(n), -1);
+    for (std::size_t p = 0; p < halving.half_a.size(); ++p) {
+      pair_of[static_cast<std::size_t>(halving.half_a[p])] = static_cast<int>(p);
+      pair_of[static_cast<std::size_t>(halving.half_b[p])] = static_cast<int>(p);
+      BisectionPair pair;
+      pair.a = halving.half_a[p];
+      pair.b = halving.half_b[p];
+      pair.host_a = layout.hostnames[static_cast<std::size_t>(pair.a)];
+      pair.host_b = layout.hostnames[static_cast<std::size_t>(pair.b)];
+      h.pairs.push_back(pair);
+    }
+    const int mine = pair_of[static_cast<std::size_t>(layout.node)];
+    const bool first = mine >= 0 && halving.half_a[static_cast<std::size_t>(mine)] == layout.node;
+    const int key = first ? 0 : 1;
+    // Every pair at once: each rank with its counterpart on the partner node.
+    exchange_round(
+        config, transport, world, mine < 0 ? -1 : layout.local_rank * n + mine, key,
+        [&](bool, std::size_t moved, const std::vector<double>& times) {
+          for (BisectionPair& p : h.pairs) p.loaded_gbs = pair_gbs(layout, rpn, p.a, p.b, moved, times);
+        },
+        result.wrong, unlimited_seconds, false);
+    // Then the first pairs alone, one after the other.
+    const int alone = std::min<int>(static_cast<int>(h.pairs.size()), bisection_alone_pairs);
+    for (int p = 0; p < alone; ++p) {
+      exchange_round(
+          config, transport, world, mine == p ? layout.local_rank : -1, key,
+          [&](bool, std::size_t moved, const std::vector<double>& times) {
+            BisectionPair& pair = h.pairs[static_cast<std::size_t>(p)];
+            pair.isolated_gbs = pair_gbs(layout, rpn, pair.a, pair.b, moved, times);
+          },
+          result.wrong, unlimited_seconds, false);
+    }
+    result.halvings.push_back(std::move(h));
+  }
+  if (world.rank() == 0) analyze_bisection(result, config.placement.oversubscription_limit);
   return result;
 }
 

@@ -74,6 +74,35 @@ void check_consistency(const RunResult& result) {
       throw UsageError(
           fmt::format("findings/{}/hosts: {} names for {} nodes", f, finding.hosts.size(), finding.nodes.size()));
   }
+  // Placement and storage: node numbers within the run's nodes (the report
+  // indexes host lists with them).
+  if (result.islands) {
+    for (std::size_t i = 0; i < result.islands->islands.size(); ++i) {
+      const LatencyIsland& island = result.islands->islands[i];
+      check_indices(island.nodes, nodes, fmt::format("islands/islands/{}/nodes", i));
+      if (island.hosts.size() != island.nodes.size())
+        throw UsageError(fmt::format("islands/islands/{}/hosts: {} names for {} nodes", i, island.hosts.size(),
+                                     island.nodes.size()));
+    }
+  }
+  if (result.bisection) {
+    for (std::size_t h = 0; h < result.bisection->halvings.size(); ++h) {
+      const HalvingResult& halving = result.bisection->halvings[h];
+      const std::string where = fmt::format("bisection/halvings/{}", h);
+      check_indices(halving.half_a, nodes, where + "/half_a");
+      check_indices(halving.half_b, nodes, where + "/half_b");
+      for (std::size_t p = 0; p < halving.pairs.size(); ++p)
+        check_indices({halving.pairs[p].a, halving.pairs[p].b}, nodes, fmt::format("{}/pairs/{}", where, p));
+    }
+  }
+  if (result.storage) {
+    const StorageResult& s = *result.storage;
+    std::vector<int> rows;
+    for (const StorageNode& n : s.nodes) rows.push_back(n.node);
+    check_indices(rows, nodes, "storage/nodes");
+    for (const std::optional<int>& slowest : {s.slowest_write_node, s.slowest_read_node})
+      if (slowest) check_indices({*slowest}, nodes, "storage/slowest");
+  }
 }
 
 }  // namespace fabricbench

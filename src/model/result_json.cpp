@@ -158,6 +158,9 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   if (result.health) doc["health"] = to_value(*result.health);
   if (result.budget) doc["budget"] = to_value(*result.budget);
   if (result.model_parallel) doc["model_parallel"] = to_value(*result.model_parallel);
+  if (result.islands) doc["islands"] = to_value(*result.islands);
+  if (result.bisection) doc["bisection"] = to_value(*result.bisection);
+  if (result.storage) doc["storage"] = to_value(*result.storage);
   return doc;
 }
 
@@ -184,6 +187,9 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   if (const auto b = doc.find("budget"); b != doc.end()) r.budget = read<BudgetRecord>(*b, "budget");
   if (const auto m = doc.find("model_parallel"); m != doc.end())
     r.model_parallel = read<ModelParallelResult>(*m, "model_parallel");
+  if (const auto i = doc.find("islands"); i != doc.end()) r.islands = read<IslandsResult>(*i, "islands");
+  if (const auto b = doc.find("bisection"); b != doc.end()) r.bisection = read<BisectionResult>(*b, "bisection");
+  if (const auto s = doc.find("storage"); s != doc.end()) r.storage = read<StorageResult>(*s, "storage");
   return r;
 }
 

@@ -678,6 +678,59 @@ void model_parallel_section(const Report& report, std::ostream& out) {
   out << "</section>\n";
 }
 
+// Latency islands, the bisection test and the storage test of one run.
+void placement_section(const ReportRun& run, std::ostream& out) {
+  const RunResult& r = run.result;
+  out << "<h3>" << esc(run.path) << "</h3>\n";
+  if (r.islands) {
+    out << "<h4>Latency islands</h4>\n<table class=\"islands\"><tr><th class=\"l\">island</th><th>nodes</th><th "
+           "class=\"l\">hosts</th></tr>\n";
+    for (const LatencyIsland& island : r.islands->islands) {
+      std::string hosts;
+      for (const std::string& h : island.hosts) hosts += (hosts.empty() ? "" : " ") + h;
+      out << fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td class=\"l\">{}</td></tr>\n", esc(island.name),
+                         island.nodes.size(), esc(hosts));
+    }
+    out << "</table>\n<p>" << esc(r.islands->message) << "</p>\n";
+  }
+  if (r.bisection) {
+    const BisectionResult& b = *r.bisection;
+    out << fmt::format("<h4>Bisection at {} (seed {})</h4>\n", esc(format_size(b.bytes)), b.seed);
+    out << "<table class=\"bisection\"><tr><th>halving</th><th class=\"l\">pair</th><th>alone (GB/s)</th><th>loaded "
+           "(GB/s)</th><th>oversubscription</th></tr>\n";
+    for (std::size_t k = 0; k < b.halvings.size(); ++k) {
+      const HalvingResult& h = b.halvings[k];
+      for (const BisectionPair& p : h.pairs)
+        out << fmt::format("<tr><td>{}</td><td class=\"l\">{} &harr; {}</td><td>{}</td><td>{}</td><td></td></tr>\n",
+                           k + 1, esc(p.host_a), esc(p.host_b), p.isolated_gbs ? num(*p.isolated_gbs) : "-",
+                           num(p.loaded_gbs));
+      out << fmt::format(
+          "<tr class=\"total\"><td>{}</td><td class=\"l\">together</td><td>{}</td><td>{}</td><td>{}</td>"
+          "</tr>\n",
+          k + 1, num(h.isolated_gbs), num(h.loaded_gbs),
+          h.oversubscription ? fmt::format("{:.2f}:1", *h.oversubscription) : "-");
+    }
+    out << fmt::format("</table>\n<p class=\"{}\">{}</p>\n", b.blocking ? "warn" : "ok", esc(b.message));
+  }
+  if (r.storage) {
+    const StorageResult& st = *r.storage;
+    out << fmt::format("<h4>Storage in {} ({}, {} per file)</h4>\n", esc(st.path),
+                       st.io_mode == "direct" ? "O_DIRECT" : esc("buffered: " + st.io_note),
+                       esc(format_size(st.file_bytes)));
+    out << "<table class=\"storage\"><tr><th class=\"l\">node</th><th>files</th><th>bytes</th><th>write "
+           "(GB/s)</th><th>read (GB/s)</th></tr>\n";
+    for (const StorageNode& n : st.nodes)
+      out << fmt::format("<tr{}><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                         st.slowest_write_node == n.node || st.slowest_read_node == n.node ? " class=\"differs\"" : "",
+                         esc(n.host), n.files, n.bytes, num(n.write_gbs), num(n.read_gbs));
+    out << fmt::format(
+        "<tr class=\"total\"><td class=\"l\">all</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+        st.files_written, st.bytes_written, num(st.write_gbs), num(st.read_gbs));
+    out << fmt::format("</table>\n<p>{} Files removed afterwards: {} of {}.</p>\n", esc(st.message), st.files_removed,
+                       st.files_written);
+  }
+}
+
 }  // namespace
 
 void write_report_html(const Report& report, std::ostream& out) {
@@ -797,6 +850,14 @@ void write_report_html(const Report& report, std::ostream& out) {
     out << "</section>\n";
   }
   model_parallel_section(report, out);
+  if (std::any_of(report.runs.begin(), report.runs.end(), [](const ReportRun& run) {
+        return run.result.islands || run.result.bisection || run.result.storage;
+      })) {
+    out << "<section id=\"placement\">\n<h2>Placement and storage</h2>\n";
+    for (const ReportRun& run : report.runs)
+      if (run.result.islands || run.result.bisection || run.result.storage) placement_section(run, out);
+    out << "</section>\n";
+  }
   if (any_topology) {
     out << "<section id=\"topology\">\n<h2>Topology</h2>\n";
     for (std::size_t i = 0; i < report.runs.size(); ++i)

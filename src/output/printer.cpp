@@ -116,7 +116,8 @@ void RunSummaryPrinter::finalize(const Report& report) {
   const RunResult& r = run.result;
   std::ostream& out = *out_;
   out << "#\n# Summary\n";
-  if (r.run.ranks == 1)
+  // A storage test alone on one rank crosses no link and needs none.
+  if (r.run.ranks == 1 && !(r.storage && r.records.empty() && !r.pairs && !r.scaling))
     out << fmt::format("# !!! 1 rank: nothing crosses a link; launch with mpirun -np <{}> !!!\n",
                        unit_word(r) == "GPUs" ? "GPUs" : "ranks");
   write_verdicts(run.verdicts, run.level, out);

@@ -100,6 +100,9 @@ void write_report_text(const Report& report, std::ostream& out) {
     if (r.health) write_health(*r.health, out);
     if (r.gpu_ladder) write_gpu_ladder(*r.gpu_ladder, out);
     if (r.pairs) write_pairs(*r.pairs, r.findings, out);
+    if (r.islands) write_islands(*r.islands, out);
+    if (r.bisection) write_bisection(*r.bisection, out);
+    if (r.storage) write_storage(*r.storage, out);
     if (r.budget) write_budget(*r.budget, r.duration_s, out);
     if (r.model_parallel) write_model_parallel(*r.model_parallel, out);
     if (r.topology) {

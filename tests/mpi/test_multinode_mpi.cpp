@@ -1,8 +1,14 @@
 #include <gtest/gtest.h>
 
+#include <filesystem>
+
+#include <unistd.h>
+
+#include "fabricbench/core/error.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/multinode.hpp"
+#include "fabricbench/engine/storage.hpp"
 #include "fabricbench/transport/mpi/mpi_transport.hpp"
 
 namespace fabricbench {
@@ -186,6 +192,129 @@ TEST(MultinodeMpi, LadderBytesRespectTheMemoryCap) {
   EXPECT_EQ(ladder_bytes(scale), std::size_t{32} << 20);
   scale.bytes = 1000;
   EXPECT_EQ(ladder_bytes(scale), 1000U);
+}
+
+// Every rank as a node of its own ("h0", "h1", ...), so the node-level
+// tests run across the ranks of one machine.
+Layout rank_per_node_layout(const Comm& world) {
+  std::vector<std::string> hosts;
+  std::vector<int> leaders;
+  for (int r = 0; r < world.size(); ++r) {
+    hosts.push_back("h" + std::to_string(r));
+    leaders.push_back(r);
+  }
+  return layout_from(world.rank(), hosts, leaders, std::vector<int>(static_cast<std::size_t>(world.size()), 0));
+}
+
+TEST(MultinodeMpi, BisectionPairsEveryNodeOfEachHalvingAndMeasuresTheFirstPairsAlone) {
+  const Comm world = Comm::world();
+  MpiTransport transport(world);
+  const Layout layout = rank_per_node_layout(world);
+  RunConfig config = small_config();
+  config.placement.bisection_halvings = 2;
+  config.placement.bisection_seed = 5;
+  const BisectionResult b = run_bisection(config, transport, world, layout);
+  if (world.rank() != 0) return;
+  EXPECT_EQ(b.wrong, 0U);
+  EXPECT_EQ(b.seed, 5U);
+  EXPECT_EQ(b.bytes, config.pairs.bytes);
+  if (world.size() < 2) {
+    EXPECT_TRUE(b.halvings.empty());
+    EXPECT_FALSE(b.oversubscription);
+    return;
+  }
+  ASSERT_EQ(b.halvings.size(), 2U);
+  const std::vector<Halving> plan = plan_halvings(world.size(), 2, 5);
+  for (std::size_t k = 0; k < b.halvings.size(); ++k) {
+    const HalvingResult& h = b.halvings[k];
+    EXPECT_EQ(h.half_a, plan[k].half_a);
+    EXPECT_EQ(h.half_b, plan[k].half_b);
+    ASSERT_EQ(h.pairs.size(), static_cast<std::size_t>(world.size() / 2));
+    double alone = 0;
+    double loaded = 0;
+    for (const BisectionPair& p : h.pairs) {
+      EXPECT_EQ(p.host_a, "h" + std::to_string(p.a));
+      EXPECT_EQ(p.host_b, "h" + std::to_string(p.b));
+      EXPECT_GT(p.loaded_gbs, 0.0);
+      ASSERT_TRUE(p.isolated_gbs);
+      EXPECT_GT(*p.isolated_gbs, 0.0);
+      alone += *p.isolated_gbs;
+      loaded += p.loaded_gbs;
+    }
+    ASSERT_TRUE(h.oversubscription);
+    EXPECT_NEAR(*h.oversubscription, alone / loaded, 1e-12);
+  }
+  ASSERT_TRUE(b.oversubscription);
+  EXPECT_EQ(b.blocking, *b.oversubscription > b.limit);
+}
+
+// The folder every rank writes into: rank 0's scratch folder, named to all.
+std::string shared_scratch(const Comm& world, const char* name) {
+  std::string dir;
+  if (world.rank() == 0) {
+    dir = (std::filesystem::temp_directory_path() /
+           (std::string("fabricbench-") + name + "-" + std::to_string(::getpid())))
+              .string();
+    std::filesystem::create_directories(dir);
+  }
+  return world.broadcast_bytes(dir, 0);
+}
+
+TEST(MultinodeMpi, StorageEveryRankWritesReadsAndRemovesItsOwnFile) {
+  const Comm world = Comm::world();
+  const Layout layout = discover_layout(world);
+  RunConfig config;
+  config.storage.path = shared_scratch(world, "storage-mpi");
+  config.storage.file_bytes = (std::size_t{1} << 20) + 100;  // rounded up to whole 4 KiB blocks
+  const StorageResult r = run_storage(config, world, layout);
+  world.barrier();
+  if (world.rank() != 0) return;
+  const std::uint64_t file = (std::uint64_t{1} << 20) + 4096;
+  EXPECT_EQ(r.file_bytes, file);
+  EXPECT_EQ(r.files_written, world.size());
+  EXPECT_EQ(r.files_removed, world.size());
+  EXPECT_EQ(r.bytes_written, file * static_cast<std::uint64_t>(world.size()));
+  EXPECT_EQ(r.bytes_read, r.bytes_written);
+  EXPECT_EQ(r.wrong_blocks, 0U);
+  ASSERT_EQ(r.nodes.size(), 1U);
+  EXPECT_EQ(r.nodes[0].files, world.size());
+  EXPECT_EQ(r.nodes[0].bytes, r.bytes_written);
+  EXPECT_TRUE(r.io_mode == "direct" || r.io_mode == "buffered") << r.io_mode;
+  EXPECT_EQ(r.io_note.empty(), r.io_mode == "direct");
+  EXPECT_TRUE(std::filesystem::is_empty(config.storage.path));
+  std::filesystem::remove_all(config.storage.path);
+}
+
+TEST(MultinodeMpi, StorageOnePerNodeWritesOneFilePerNode) {
+  const Comm world = Comm::world();
+  const Layout layout = rank_per_node_layout(world);
+  RunConfig config;
+  config.storage.path = shared_scratch(world, "storage-node");
+  config.storage.file_bytes = 64 * 1024;
+  config.storage.per_node = true;
+  config.storage.buffered = true;
+  const StorageResult r = run_storage(config, world, layout);
+  world.barrier();
+  if (world.rank() != 0) return;
+  EXPECT_EQ(r.io_mode, "buffered");
+  EXPECT_EQ(r.io_note, "--storage-buffered");
+  EXPECT_EQ(r.files_written, world.size());  // one rank per node here
+  ASSERT_EQ(r.nodes.size(), static_cast<std::size_t>(world.size()));
+  for (const StorageNode& n : r.nodes) {
+    EXPECT_EQ(n.files, 1);
+    EXPECT_EQ(n.bytes, 64U * 1024U);
+  }
+  EXPECT_EQ(r.slowest_write_node.has_value(), world.size() > 1);
+  EXPECT_TRUE(std::filesystem::is_empty(config.storage.path));
+  std::filesystem::remove_all(config.storage.path);
+}
+
+TEST(MultinodeMpi, AMissingStorageFolderIsAUsageErrorOnEveryRank) {
+  const Comm world = Comm::world();
+  const Layout layout = discover_layout(world);
+  RunConfig config;
+  config.storage.path = "/nonexistent/fabricbench-storage";
+  EXPECT_THROW((void)run_storage(config, world, layout), UsageError);
 }
 
 }  // namespace

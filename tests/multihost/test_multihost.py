@@ -10,6 +10,10 @@ host whose interface has another MTU and the host launched with its own
 environment; and that `fabricbench run` prints the ladder and the matrix and
 writes JSON that validates.
 
+Also: latency islands (a group of hosts whose crossing traffic is slowed),
+the bisection test's halvings and arithmetic, and the storage test from all
+hosts into one shared folder, with its files removed after SIGTERM.
+
 Throttled and unthrottled links are compared by large factors only (100 Mbit/s
 against links that run at hundreds of MB/s), never by absolute figures.
 Needs root; exits 77 (skipped) without it.
@@ -17,6 +21,7 @@ Needs root; exits 77 (skipped) without it.
 import argparse
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -35,9 +40,12 @@ COMMON = ["--iters", "4", "--warmup", "1", "-q"]
 FINDINGS = ["--outlier-drop", "0.8"]
 
 
-def testbed(*args, check=True, timeout=600):
+TESTBED_ENV = {"FB_TESTBED_PREFIX": "fbt", "FB_TESTBED_HOSTPREFIX": "node"}
+
+
+def testbed(*args, check=True, timeout=600, env=None):
     proc = subprocess.run([ARGS.testbed, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "FB_TESTBED_PREFIX": "fbt", "FB_TESTBED_HOSTPREFIX": "node"})
+                          env={**os.environ, **TESTBED_ENV, **(env or {})})
     if check and proc.returncode != 0:
         raise RuntimeError(f"testbed {' '.join(args)} failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}")
     return proc
@@ -319,6 +327,149 @@ class MultiHost(unittest.TestCase):
         lines = [l for l in proc.stderr.splitlines() if l.startswith("fabricbench:")]
         self.assertEqual(lines, ["fabricbench: error: --pp 3: must divide the 4 nodes (one pipeline stage per block "
                                  "of nodes)"], proc.stderr)
+
+
+def splitmix64_halvings(nodes, count, seed):
+    """The halvings fabricbench documents: splitmix64 from the seed, a
+    Fisher-Yates shuffle drawing next() % (i + 1), the first half paired with
+    the second."""
+    mask = (1 << 64) - 1
+    state = seed
+    out = []
+    for _ in range(count):
+        order = list(range(nodes))
+        for i in range(nodes - 1, 0, -1):
+            state = (state + 0x9E3779B97F4A7C15) & mask
+            z = state
+            z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & mask
+            z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & mask
+            z ^= z >> 31
+            j = z % (i + 1)
+            order[i], order[j] = order[j], order[i]
+        half = nodes // 2
+        out.append((order[:half], order[half:2 * half]))
+    return out
+
+
+class Placement(unittest.TestCase):
+    """Latency islands, the bisection test and shared storage across the 4
+    hosts. The islands come from a group whose crossing traffic is slowed
+    (this kernel has no netem delay: a low rate with a small token bucket
+    makes each crossing message queue, tens of times the test bed's own
+    latency noise); the bisection and storage tests are checked for their
+    accounting, never a speed."""
+
+    @classmethod
+    def setUpClass(cls):
+        testbed("down", check=False)
+        testbed("up", "4", "--slots", "2", "--subnet", "10.77.9")
+        cls.dir = tempfile.TemporaryDirectory()
+
+    @classmethod
+    def tearDownClass(cls):
+        testbed("down", check=False)
+        cls.dir.cleanup()
+
+    def setUp(self):
+        testbed("unthrottle", check=False)
+        self.json = os.path.join(self.dir.name, f"{self.id().split('.')[-1]}.json")
+        self.folder = os.path.join(self.dir.name, f"{self.id().split('.')[-1]}-storage")
+        os.mkdir(self.folder)
+
+    def tearDown(self):
+        testbed("unthrottle", check=False)
+
+    def check_bisection(self, b, halvings, seed):
+        self.assertEqual(b["seed"], seed)
+        self.assertEqual(b["ranks_per_node"], 2)
+        self.assertEqual(b["wrong"], 0)
+        self.assertEqual(len(b["halvings"]), halvings)
+        for h, (a, other) in zip(b["halvings"], splitmix64_halvings(4, halvings, seed)):
+            self.assertEqual((h["half_a"], h["half_b"]), (a, other))
+            self.assertEqual([(p["a"], p["b"]) for p in h["pairs"]], list(zip(a, other)))
+            self.assertEqual([(p["host_a"], p["host_b"]) for p in h["pairs"]],
+                             [(HOSTS[x], HOSTS[y]) for x, y in zip(a, other)])
+            alone = sum(p["isolated_gbs"] for p in h["pairs"])
+            loaded = sum(p["loaded_gbs"] for p in h["pairs"])
+            self.assertTrue(all(p["loaded_gbs"] > 0 and p["isolated_gbs"] > 0 for p in h["pairs"]))
+            self.assertAlmostEqual(h["isolated_gbs"], alone, places=9)
+            self.assertAlmostEqual(h["loaded_gbs"], loaded, places=9)
+            self.assertAlmostEqual(h["oversubscription"], alone / loaded, places=9)
+        worst = max(h["oversubscription"] for h in b["halvings"])
+        self.assertAlmostEqual(b["oversubscription"], worst, places=12)
+        self.assertEqual(b["blocking"], worst > b["limit"])
+
+    def test_a_slowed_group_is_a_latency_island(self):
+        testbed("slow-group", "128kbit", "node2", "node3", env={"FB_TESTBED_BURST": "2kb"})
+        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "4K", "--bisection-halvings", "1", "-q")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        islands = doc["islands"]
+        self.assertEqual([i["hosts"] for i in islands["islands"]], [HOSTS[:2], HOSTS[2:]], islands["message"])
+        self.assertEqual([i["name"] for i in islands["islands"]], ["A", "B"])
+        self.assertGreaterEqual(islands["ratio"], islands["min_ratio"])
+        self.assertAlmostEqual(islands["ratio"],
+                               islands["cross_island_latency_us"] / islands["in_island_latency_us"], places=9)
+        self.assertIn("# 2 latency islands: A (node0, node1); B (node2, node3)", proc.stdout)
+        self.check_bisection(doc["bisection"], 1, 1)
+
+    def test_a_throttled_pair_leaves_one_island_and_the_bisection_accounts(self):
+        testbed("throttle-pair", "node0", "node3", RATE)
+        # The test bed's own latency noise (8 ranks on 2 shared cores) reaches
+        # about 3x between pairs: a split must be 4x here.
+        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "256K", "--island-ratio", "4",
+                                "--bisection-seed", "7", *COMMON)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        self.assertEqual([i["hosts"] for i in doc["islands"]["islands"]], [HOSTS], doc["islands"]["message"])
+        self.assertIsNone(doc["islands"]["ratio"])
+        self.check_bisection(doc["bisection"], 3, 7)
+        self.assertIn("# bisection: ", proc.stdout)
+
+    def test_storage_from_every_host_at_once(self):
+        proc, doc = fabricbench(self.json, "storage", "--storage-path", self.folder, "--file-bytes", "2M", "-q")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        s = doc["storage"]
+        self.assertEqual((s["files_written"], s["files_removed"]), (8, 8))
+        self.assertEqual(s["bytes_written"], 8 * 2 * 2**20)
+        self.assertEqual([(n["host"], n["files"], n["bytes"]) for n in s["nodes"]],
+                         [(h, 2, 2 * 2 * 2**20) for h in HOSTS])
+        self.assertIn(s["slowest_write_node"], range(4))
+        self.assertIn(s["slowest_read_node"], range(4))
+        self.assertIn(f"slowest node to write {HOSTS[s['slowest_write_node']]}", s["message"])
+        self.assertEqual(os.listdir(self.folder), [])
+        proc, doc = fabricbench(self.json, "storage", "--storage-path", self.folder, "--file-bytes", "1M",
+                                "--storage-per-node", "-q")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        self.assertEqual([n["files"] for n in doc["storage"]["nodes"]], [1, 1, 1, 1])
+        self.assertEqual(os.listdir(self.folder), [])
+
+    def test_storage_files_are_removed_on_every_host_after_sigterm(self):
+        cmd = [ARGS.testbed, "mpirun", "-np", "8", "-q", ARGS.binary, "storage", "--storage-path", self.folder,
+               "--file-bytes", "1G", "--json", self.json]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+                                env={**os.environ, **TESTBED_ENV})
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline:
+                names = [n for n in os.listdir(self.folder) if n.startswith(".fabricbench-storage-")]
+                if len(names) == 8 and all(os.stat(os.path.join(self.folder, n)).st_size > 0 for n in names):
+                    break
+                time.sleep(0.05)
+            else:
+                self.fail("the 8 files never grew")
+            self.assertEqual(sorted({n.split("-")[2] for n in names}), HOSTS)  # every host wrote
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=60)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        deadline = time.time() + 10  # remote ranks may outlive mpirun by a moment
+        while os.listdir(self.folder) and time.time() < deadline:
+            time.sleep(0.1)
+        self.assertEqual(os.listdir(self.folder), [])
 
 
 class DownedLink(unittest.TestCase):

@@ -184,7 +184,7 @@ TEST(Cli, UnknownOptionsAndSubcommandsGetASuggestion) {
   EXPECT_EQ(error_of({"sweep", "--warmpu", "3"}), "--warmpu: unknown option of sweep; did you mean --warmup?");
   EXPECT_EQ(error_of({"swep"}), "'swep' is not a subcommand; did you mean sweep?");
   EXPECT_EQ(error_of({"bogus"}),
-            "'bogus' is not a subcommand (choose from run, sweep, scale, p2p, topo, report, version)");
+            "'bogus' is not a subcommand (choose from run, sweep, scale, p2p, topo, storage, report, version)");
   EXPECT_EQ(error_of({"sweep", "--frobnicate"}),
             "--frobnicate: unknown option of sweep (fabricbench sweep --help lists them)");
 }
@@ -269,6 +269,42 @@ TEST(Cli, GapsThatOnceMeantTheDefaultOrAnEndlessRunAreRefused) {
   EXPECT_FALSE(parse({"sweep", "--no-check"}).check);
   EXPECT_EQ(parse({"sweep", "--iters", "3"}).iterations.fixed_iters, 3);
   EXPECT_EQ(parse({"sweep", "--price-per-gpu-hour", "0"}).report.price_per_gpu_hour, 0.0);
+}
+
+TEST(Cli, PlacementAndStorageOptionsParseAndRefuseBadValues) {
+  const RunConfig run =
+      parse({"run", "--storage-path", "/scratch", "--file-bytes", "64M", "--storage-per-node", "--island-ratio", "3",
+             "--bisection-halvings", "5", "--bisection-seed", "9", "--oversubscription-limit", "1.5"});
+  EXPECT_EQ(run.storage.path, "/scratch");
+  EXPECT_EQ(run.storage.file_bytes, std::size_t{64} << 20);
+  EXPECT_TRUE(run.storage.per_node);
+  EXPECT_FALSE(run.storage.buffered);
+  EXPECT_EQ(run.placement.island_ratio, 3.0);
+  EXPECT_EQ(run.placement.bisection_halvings, 5);
+  EXPECT_EQ(run.placement.bisection_seed, 9U);
+  EXPECT_EQ(run.placement.oversubscription_limit, 1.5);
+  const RunConfig storage = parse({"storage", "--storage-path", "/scratch", "--storage-buffered", "-T", "30"});
+  EXPECT_EQ(storage.command, Command::storage);
+  EXPECT_EQ(storage.transport, TransportChoice::mpi);
+  EXPECT_TRUE(storage.storage.buffered);
+  EXPECT_EQ(storage.gpu.timeout_s, 30);
+  EXPECT_EQ(parse({"p2p", "--bisection-halvings", "0"}).placement.bisection_halvings, 0);
+
+  EXPECT_EQ(error_of({"storage"}), "--storage-path is required");
+  EXPECT_EQ(error_of({"run", "--file-bytes", "1M"}), "--file-bytes: needs --storage-path DIR");
+  EXPECT_EQ(error_of({"run", "--storage-per-node"}), "--storage-per-node: needs --storage-path DIR");
+  EXPECT_EQ(error_of({"storage", "--storage-path", "/x", "--file-bytes", "0"}),
+            "--file-bytes: the size must be above 0");
+  EXPECT_EQ(error_of({"run", "--island-ratio", "1"}), "--island-ratio 1: must be a finite number above 1");
+  EXPECT_EQ(error_of({"run", "--bisection-halvings", "-1"}), "--bisection-halvings -1: must be from 0 to 1000");
+  EXPECT_EQ(error_of({"run", "--oversubscription-limit", "0.5"}),
+            "--oversubscription-limit 0.5: must be a finite number, 1 or above");
+  EXPECT_EQ(error_of({"p2p", "--sweep", "--bisection-halvings", "2"}),
+            "--bisection-halvings: p2p --sweep does not use it (the pair matrix does)");
+  EXPECT_NE(error_of({"sweep", "--storage-path", "/x"}).find("--storage-path: sweep does not use it"),
+            std::string::npos);
+  EXPECT_NE(error_of({"storage", "--storage-path", "/x", "--ops", "allreduce"}).find("--ops: storage does not use it"),
+            std::string::npos);
 }
 
 }  // namespace

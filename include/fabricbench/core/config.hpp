@@ -21,7 +21,7 @@ enum class ProgressChoice { automatic, on, off };
 // nccl-tests' -a: rank 0's, the mean (the default), the fastest or the
 // slowest rank's. The mean, min and max are recorded whatever the choice.
 enum class RankTime { rank0, mean, min, max };
-enum class Command { run, sweep, version, scale, p2p, topo, report };
+enum class Command { run, sweep, version, scale, p2p, topo, report, storage };
 
 struct IterationPolicy {
   int warmup = 5;
@@ -99,6 +99,24 @@ struct PairConfig {
   double outlier_drop = 0.5;
 };
 
+// Placement from the pairs (`p2p`, part of `run` on several nodes): latency
+// islands from the pair matrix, and the bisection test.
+struct PlacementConfig {
+  double island_ratio = 2.0;   // how much slower across islands than within, at least
+  int bisection_halvings = 3;  // random halvings; 0: no bisection test
+  std::uint64_t bisection_seed = 1;
+  double oversubscription_limit = 1.25;  // above this the fabric is named oversubscribed
+};
+
+// Shared storage from every node at once (`storage`, part of `run` with
+// --storage-path).
+struct StorageConfig {
+  std::string path;            // the folder; empty: no storage test
+  std::size_t file_bytes = 0;  // per file; 0: chosen from the I/O mode and the node's memory
+  bool per_node = false;       // one writer per node instead of every rank
+  bool buffered = false;       // never O_DIRECT
+};
+
 // `p2p --sweep`: the OSU tests over the sweep's sizes between two ranks
 // instead of the matrix.
 struct P2PSweepConfig {
@@ -154,6 +172,8 @@ struct RunConfig {
   ModelParallelConfig model;
   PairConfig pairs;
   P2PSweepConfig p2p_sweep;
+  PlacementConfig placement;
+  StorageConfig storage;
   // The topology probe (`topo`, and first in `run`). Empty roots: /sys, /proc.
   std::string sysfs_root;
   std::string procfs_root;

@@ -45,6 +45,9 @@ class Watchdog {
   // No deadline from now on (a transport with deadlines of its own); signals
   // are still handled.
   void disarm_deadline() { armed_ = false; }
+  // The deadline again from now (a phase that waits on MPI or the file system
+  // while a transport with deadlines of its own is in use).
+  void rearm_deadline();
 
   // A phase of the run began ("layout", "topology", "sweep", "ladder",
   // "pairs"): names the phase and restarts the deadline. `name` must be a
@@ -52,6 +55,11 @@ class Watchdog {
   static void note_phase(const char* name);
   // A step began (op name literal, message bytes): restarts the deadline.
   static void note_step(const char* op, std::size_t bytes);
+  // Work to do before the process ends on a timeout or a signal, before the
+  // last words (remove this rank's temporary files): replaces the previous
+  // cleanup; an empty function clears it. Goes to the active watchdog; a
+  // no-op without one.
+  static void set_cleanup(std::function<void()> cleanup);
 
   // The line the watchdog prints for a timeout, without "fabricbench: error: ".
   [[nodiscard]] std::string timeout_reason() const;
@@ -74,6 +82,7 @@ class Watchdog {
   std::atomic<bool> armed_{true};
   std::mutex words_mutex_;
   std::function<void(const std::string&)> last_words_;
+  std::function<void()> cleanup_;
   int pipe_[2] = {-1, -1};
   std::thread thread_;
 };

@@ -9,6 +9,7 @@
 #include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/engine/pairs.hpp"
+#include "fabricbench/engine/placement.hpp"
 #include "fabricbench/engine/scaling.hpp"
 #include "fabricbench/transport/transport.hpp"
 
@@ -43,5 +44,11 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
                        const PhaseLimit& limit = {});
 PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
                       const PhaseLimit& limit = {}, const PairPass& pass = {});
+
+// The bisection test (engine/placement.hpp): for each seeded halving, every
+// pair of the halving exchanges at once (send/recv in both directions at
+// --pair-bytes, every rail), then its first pairs alone. Split and measured
+// like the pair matrix, so it runs on any transport with split().
+BisectionResult run_bisection(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout);
 
 }  // namespace fabricbench

@@ -16,7 +16,9 @@
 #include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/pairs.hpp"
+#include "fabricbench/engine/placement.hpp"
 #include "fabricbench/engine/scaling.hpp"
+#include "fabricbench/engine/storage.hpp"
 #include "fabricbench/engine/sweep_record.hpp"
 #include "fabricbench/topology/topology.hpp"
 
@@ -78,8 +80,12 @@ struct RunResult {
   std::optional<ClusterTopology> topology;    // the topology probe, when it ran
   std::optional<HealthResult> health;         // the quick pass, when it ran
   std::optional<BudgetRecord> budget;         // with --budget: the shares and what was cut
-  bool complete = false;                      // false while the run is still going (or was interrupted)
-  std::optional<double> duration_s;           // wall time from start to the last save
+  // Placement and storage (engine/placement.hpp, engine/storage.hpp).
+  std::optional<IslandsResult> islands;      // latency islands, from the pair matrix
+  std::optional<BisectionResult> bisection;  // the bisection test
+  std::optional<StorageResult> storage;      // shared storage from every node at once
+  bool complete = false;                     // false while the run is still going (or was interrupted)
+  std::optional<double> duration_s;          // wall time from start to the last save
   std::uint64_t wrong_total = 0;
   bool checked = false;
   std::string end_reason;  // why an incomplete run ended (timeout, signal); empty otherwise
@@ -103,6 +109,8 @@ inline std::uint64_t wrong_elements(const RunResult& result) {
     for (const GpuLevelResult& l : result.gpu_ladder->levels)
       for (const GpuSetResult& s : l.sets) add(s.wrong);
   if (result.pairs) add(result.pairs->wrong);
+  if (result.bisection) add(result.bisection->wrong);
+  if (result.storage) add(result.storage->wrong_blocks);
   return std::max(parts, result.wrong_total);
 }
 

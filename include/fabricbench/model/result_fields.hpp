@@ -274,6 +274,102 @@ void fields_of(Self& p, Field&& field) {
   field("wrong", p.wrong);
 }
 
+// ---- placement: latency islands and the bisection test --------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, LatencyIsland>
+void fields_of(Self& i, Field&& field) {
+  field("name", i.name);
+  field("nodes", i.nodes);
+  field("hosts", i.hosts);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, IslandsResult>
+void fields_of(Self& r, Field&& field) {
+  field("islands", r.islands);
+  field("in_island_latency_us", r.in_island_latency_us);
+  field("cross_island_latency_us", r.cross_island_latency_us);
+  field("ratio", r.ratio);
+  field("min_ratio", r.min_ratio);
+  field("message", r.message);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, BisectionPair>
+void fields_of(Self& p, Field&& field) {
+  field("a", p.a);
+  field("b", p.b);
+  field("host_a", p.host_a);
+  field("host_b", p.host_b);
+  field("isolated_gbs", p.isolated_gbs);
+  field("loaded_gbs", p.loaded_gbs);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, HalvingResult>
+void fields_of(Self& h, Field&& field) {
+  field("half_a", h.half_a);
+  field("half_b", h.half_b);
+  field("pairs", h.pairs);
+  field("isolated_gbs", h.isolated_gbs);
+  field("loaded_gbs", h.loaded_gbs);
+  field("oversubscription", h.oversubscription);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, BisectionResult>
+void fields_of(Self& b, Field&& field) {
+  field("bytes", b.bytes);
+  field("seed", b.seed);
+  field("ranks_per_node", b.ranks_per_node);
+  field("halvings", b.halvings);
+  field("oversubscription", b.oversubscription);
+  field("limit", b.limit);
+  field("blocking", b.blocking);
+  field("message", b.message);
+  field("wrong", b.wrong);
+}
+
+// ---- storage --------------------------------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, StorageNode>
+void fields_of(Self& n, Field&& field) {
+  field("node", n.node);
+  field("host", n.host);
+  field("files", n.files);
+  field("bytes", n.bytes);
+  field("write_s", n.write_s);
+  field("read_s", n.read_s);
+  field("write_gbs", n.write_gbs);
+  field("read_gbs", n.read_gbs);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, StorageResult>
+void fields_of(Self& s, Field&& field) {
+  field("path", s.path);
+  field("io_mode", s.io_mode);
+  field("io_note", fields::empty_as_null(s.io_note));
+  field("file_bytes", s.file_bytes);
+  field("block_bytes", s.block_bytes);
+  field("per_node", s.per_node);
+  field("files_written", s.files_written);
+  field("files_removed", s.files_removed);
+  field("bytes_written", s.bytes_written);
+  field("bytes_read", s.bytes_read);
+  field("write_s", s.write_s);
+  field("read_s", s.read_s);
+  field("write_gbs", s.write_gbs);
+  field("read_gbs", s.read_gbs);
+  field("nodes", s.nodes);
+  field("slowest_write_node", s.slowest_write_node);
+  field("slowest_read_node", s.slowest_read_node);
+  field("wrong_blocks", s.wrong_blocks);
+  field("message", s.message);
+}
+
 // ---- the health pass and the budget --------------------------------------
 
 template <class Self, class Field>

@@ -26,6 +26,12 @@ void write_pairs(const PairsResult& pairs, const std::vector<Finding>& findings,
 // The model-parallel projection (--tp, --pp) as terminal lines.
 void write_model_parallel(const ModelParallelResult& mp, std::ostream& out);
 
+// Latency islands, the bisection test and the storage test as terminal
+// tables (output/placement_writer.cpp).
+void write_islands(const IslandsResult& r, std::ostream& out);
+void write_bisection(const BisectionResult& b, std::ostream& out);
+void write_storage(const StorageResult& s, std::ostream& out);
+
 // The terminal table is a printer: TablePrinter in printer.hpp.
 
 }  // namespace fabricbench

@@ -1,0 +1,233 @@
+#include "fabricbench/engine/placement.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/stats.hpp"
+
+namespace fabricbench {
+namespace {
+
+// A pair's latency: the mean of the directions that were measured.
+std::optional<double> pair_latency(const PairMatrix& m, int a, int b) {
+  const std::optional<double>& ab = m.lat(a, b);
+  const std::optional<double>& ba = m.lat(b, a);
+  if (ab && ba) return (*ab + *ba) / 2;
+  return ab ? ab : ba;
+}
+
+struct Link {
+  int a = 0;
+  int b = 0;
+  double us = 0;
+};
+
+int find_root(std::vector<int>& parent, int x) {
+  while (parent[static_cast<std::size_t>(x)] != x) {
+    parent[static_cast<std::size_t>(x)] = parent[static_cast<std::size_t>(parent[static_cast<std::size_t>(x)])];
+    x = parent[static_cast<std::size_t>(x)];
+  }
+  return x;
+}
+
+std::string island_name(std::size_t index) {
+  std::string name;
+  std::size_t i = index;
+  do {
+    name.insert(name.begin(), static_cast<char>('A' + i % 26));
+    i = i / 26;
+  } while (i-- > 0);
+  return name;
+}
+
+// "node0, node1, node2 and 5 more"
+std::string host_list(const std::vector<std::string>& hosts) {
+  constexpr std::size_t shown = 4;
+  std::string text;
+  for (std::size_t i = 0; i < hosts.size() && i < shown; ++i) text += (i == 0 ? "" : ", ") + hosts[i];
+  if (hosts.size() > shown) text += fmt::format(" and {} more", hosts.size() - shown);
+  return text;
+}
+
+IslandsResult one_island(int nodes, const std::vector<std::string>& hosts, double min_ratio, const std::string& why) {
+  IslandsResult r;
+  r.min_ratio = min_ratio;
+  LatencyIsland all;
+  all.name = island_name(0);
+  for (int n = 0; n < nodes; ++n) {
+    all.nodes.push_back(n);
+    all.hosts.push_back(static_cast<std::size_t>(n) < hosts.size() ? hosts[static_cast<std::size_t>(n)] : "");
+  }
+  r.islands.push_back(std::move(all));
+  r.message = "one latency island: " + why;
+  return r;
+}
+
+// splitmix64 (Steele, Lea and Flood, "Fast splittable pseudorandom number
+// generators", OOPSLA 2014): defined bit for bit, so every rank and every
+// build draws the same halvings from the same seed.
+std::uint64_t next_random(std::uint64_t& state) {
+  state += 0x9e3779b97f4a7c15ULL;
+  std::uint64_t z = state;
+  z = (z ^ (z >> 30U)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27U)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31U);
+}
+
+}  // namespace
+
+IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<std::string>& hosts, double min_ratio) {
+  const int n = matrix.size;
+  std::vector<Link> links;
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b)
+      if (const auto us = pair_latency(matrix, a, b); us && *us > 0) links.push_back({a, b, *us});
+  if (n < 3 || links.size() < 2) return one_island(n, hosts, min_ratio, "too few nodes or measured pairs to split");
+  std::sort(links.begin(), links.end(), [](const Link& x, const Link& y) { return x.us < y.us; });
+
+  std::size_t cut = 0;  // links[0..cut] are "close"
+  double step = 0;
+  for (std::size_t i = 0; i + 1 < links.size(); ++i) {
+    const double s = links[i + 1].us / links[i].us;
+    if (s > step) {
+      step = s;
+      cut = i;
+    }
+  }
+  if (step < min_ratio)
+    return one_island(n, hosts, min_ratio,
+                      fmt::format("the fabric is flat (the largest step between pair latencies is {:.2f}x, below "
+                                  "--island-ratio {:g})",
+                                  step, min_ratio));
+
+  std::vector<int> parent(static_cast<std::size_t>(n));
+  std::iota(parent.begin(), parent.end(), 0);
+  for (std::size_t i = 0; i <= cut; ++i)
+    parent[static_cast<std::size_t>(find_root(parent, links[i].a))] = find_root(parent, links[i].b);
+
+  std::vector<double> within;
+  std::vector<double> across;
+  for (const Link& l : links) (find_root(parent, l.a) == find_root(parent, l.b) ? within : across).push_back(l.us);
+  if (across.empty())
+    return one_island(n, hosts, min_ratio,
+                      fmt::format("the fabric is flat (the slower pairs still chain every node together; largest "
+                                  "step {:.2f}x)",
+                                  step));
+  // An island is a group: one node far from every other is a slow node (or
+  // a busy one), not a rack of its own, and says nothing about placement.
+  {
+    std::vector<int> members(static_cast<std::size_t>(n), 0);
+    for (int node = 0; node < n; ++node) ++members[static_cast<std::size_t>(find_root(parent, node))];
+    for (int node = 0; node < n; ++node)
+      if (members[static_cast<std::size_t>(find_root(parent, node))] == 1)
+        return one_island(
+            n, hosts, min_ratio,
+            fmt::format("no group stands apart ({} is far from every other node, a slow node rather "
+                        "than an island)",
+                        static_cast<std::size_t>(node) < hosts.size() ? hosts[static_cast<std::size_t>(node)]
+                                                                      : std::to_string(node)));
+  }
+  const double in_us = median(within);
+  const double cross_us = median(across);
+  const double ratio = cross_us / in_us;
+  if (ratio < min_ratio)
+    return one_island(n, hosts, min_ratio,
+                      fmt::format("the fabric is flat (across a candidate split the latency is only {:.2f}x that "
+                                  "within, below --island-ratio {:g})",
+                                  ratio, min_ratio));
+
+  // Islands in order of their lowest node; nodes ascending within each.
+  IslandsResult r;
+  r.min_ratio = min_ratio;
+  std::vector<int> island_of_root(static_cast<std::size_t>(n), -1);
+  for (int node = 0; node < n; ++node) {
+    const int root = find_root(parent, node);
+    int& index = island_of_root[static_cast<std::size_t>(root)];
+    if (index < 0) {
+      index = static_cast<int>(r.islands.size());
+      r.islands.push_back({island_name(r.islands.size()), {}, {}});
+    }
+    LatencyIsland& island = r.islands[static_cast<std::size_t>(index)];
+    island.nodes.push_back(node);
+    island.hosts.push_back(static_cast<std::size_t>(node) < hosts.size() ? hosts[static_cast<std::size_t>(node)] : "");
+  }
+  r.in_island_latency_us = in_us;
+  r.cross_island_latency_us = cross_us;
+  r.ratio = ratio;
+  std::string names;
+  for (std::size_t i = 0; i < r.islands.size(); ++i) {
+    if (i == 4) {
+      names += fmt::format("; and {} more", r.islands.size() - i);
+      break;
+    }
+    names += fmt::format("{}{} ({})", i == 0 ? "" : "; ", r.islands[i].name, host_list(r.islands[i].hosts));
+  }
+  r.message = fmt::format(
+      "{} latency islands: {}; across islands {:.1f}x the latency within ({:.1f} us against "
+      "{:.1f} us)",
+      r.islands.size(), names, ratio, cross_us, in_us);
+  return r;
+}
+
+std::vector<Halving> plan_halvings(int nodes, int count, std::uint64_t seed) {
+  std::vector<Halving> out;
+  if (nodes < 2) return out;
+  std::uint64_t state = seed;
+  std::vector<int> order(static_cast<std::size_t>(nodes));
+  for (int k = 0; k < count; ++k) {
+    std::iota(order.begin(), order.end(), 0);
+    // Fisher-Yates, written out: std::shuffle's draws differ between libraries.
+    for (std::size_t i = order.size() - 1; i > 0; --i)
+      std::swap(order[i], order[static_cast<std::size_t>(next_random(state) % (i + 1))]);
+    const std::size_t half = order.size() / 2;
+    Halving h;
+    h.half_a.assign(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(half));
+    h.half_b.assign(order.begin() + static_cast<std::ptrdiff_t>(half),
+                    order.begin() + static_cast<std::ptrdiff_t>(2 * half));
+    out.push_back(std::move(h));
+  }
+  return out;
+}
+
+void analyze_bisection(BisectionResult& result, double limit) {
+  result.limit = limit;
+  result.oversubscription.reset();
+  int worst = -1;
+  for (std::size_t k = 0; k < result.halvings.size(); ++k) {
+    HalvingResult& h = result.halvings[k];
+    h.isolated_gbs = 0;
+    h.loaded_gbs = 0;
+    for (const BisectionPair& p : h.pairs) {
+      if (!p.isolated_gbs) continue;
+      h.isolated_gbs += *p.isolated_gbs;
+      h.loaded_gbs += p.loaded_gbs;
+    }
+    h.oversubscription.reset();
+    if (h.loaded_gbs > 0 && h.isolated_gbs > 0) h.oversubscription = h.isolated_gbs / h.loaded_gbs;
+    if (h.oversubscription && (!result.oversubscription || *h.oversubscription > *result.oversubscription)) {
+      result.oversubscription = h.oversubscription;
+      worst = static_cast<int>(k);
+    }
+  }
+  result.blocking = result.oversubscription && *result.oversubscription > limit;
+  if (!result.oversubscription) {
+    result.message = "nothing measured (needs 2 or more nodes)";
+    return;
+  }
+  const double o = *result.oversubscription;
+  const HalvingResult& w = result.halvings[static_cast<std::size_t>(worst)];
+  if (result.blocking)
+    result.message = fmt::format(
+        "the fabric is {:.2f}:1 oversubscribed, not non-blocking: with half the nodes sending to the "
+        "other half, the pairs of halving {} moved {:.2f} GB/s together against {:.2f} GB/s alone (limit {:g}:1)",
+        o, worst + 1, w.loaded_gbs, w.isolated_gbs, limit);
+  else
+    result.message = fmt::format(
+        "non-blocking within {:g}:1 (worst of {} halving{} {:.2f}:1: {:.2f} GB/s together against "
+        "{:.2f} GB/s alone)",
+        limit, result.halvings.size(), result.halvings.size() == 1 ? "" : "s", o, w.loaded_gbs, w.isolated_gbs);
+}
+
+}  // namespace fabricbench

@@ -1,0 +1,404 @@
+#include "fabricbench/engine/storage.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/error.hpp"
+#include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/stats.hpp"
+#include "fabricbench/core/watchdog.hpp"
+
+namespace fabricbench {
+namespace {
+
+constexpr std::uint64_t page_bytes = 4096;  // the check's block; O_DIRECT alignment
+constexpr std::uint64_t io_block_bytes = std::uint64_t{4} << 20;
+constexpr std::uint64_t gib = std::uint64_t{1} << 30;
+constexpr std::uint64_t mib = std::uint64_t{1} << 20;
+
+std::string errno_text(int e) { return std::strerror(e); }  // NOLINT(concurrency-mt-unsafe)
+
+// This rank's file: created with mkstemp (a name nobody can predict or plant
+// a link on), removed by the owner's destructor and, on a signal or the
+// deadline, by the watchdog's cleanup.
+class TestFile {
+ public:
+  TestFile() = default;
+  TestFile(const TestFile&) = delete;
+  TestFile& operator=(const TestFile&) = delete;
+  ~TestFile() {
+    Watchdog::set_cleanup({});
+    (void)remove();
+  }
+
+  // Empty on success, else why not.
+  std::string create(const std::string& dir, const std::string& host, int rank) {
+    std::string pattern = fmt::format("{}/.fabricbench-storage-{}-r{}-XXXXXX", dir, host, rank);
+    std::vector<char> name(pattern.begin(), pattern.end());
+    name.push_back('\0');
+    // Named first: the cleanup must know the file before it exists.
+    path_ = pattern;
+    const int fd = ::mkstemp(name.data());
+    if (fd < 0) {
+      path_.clear();
+      return fmt::format("--storage-path {}: cannot create a file there: {}", dir, errno_text(errno));
+    }
+    ::close(fd);
+    path_ = name.data();
+    const std::string registered = path_;
+    Watchdog::set_cleanup([registered] { ::unlink(registered.c_str()); });
+    return {};
+  }
+
+  // True when the file was there and is gone.
+  bool remove() {
+    if (path_.empty()) return false;
+    const bool removed = ::unlink(path_.c_str()) == 0;
+    path_.clear();
+    return removed;
+  }
+
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+struct AlignedFree {
+  void operator()(void* p) const { std::free(p); }  // NOLINT(cppcoreguidelines-no-malloc)
+};
+using Buffer = std::unique_ptr<std::byte, AlignedFree>;
+
+Buffer aligned_buffer(std::size_t bytes) {
+  void* p = nullptr;
+  if (::posix_memalign(&p, page_bytes, bytes) != 0) throw SystemError("posix_memalign: out of memory");
+  return Buffer(static_cast<std::byte*>(p));
+}
+
+// The expected first word of a 4 KiB block: which rank wrote it and where,
+// so a block from another file or another offset is caught.
+std::uint64_t block_stamp(int rank, std::uint64_t block) {
+  return (static_cast<std::uint64_t>(rank + 1) << 40U) ^ (block * 0x9e3779b97f4a7c15ULL);
+}
+
+// The rest of every block: rank-dependent words, written once.
+void fill_base(std::byte* data, std::size_t bytes, int rank) {
+  auto* words = reinterpret_cast<std::uint64_t*>(data);  // NOLINT(cppcoreguidelines-pro-type-reinterpret-cast)
+  for (std::size_t i = 0; i < bytes / 8; ++i) words[i] = (static_cast<std::uint64_t>(rank) << 32U) + i * 2654435761U;
+}
+
+void stamp(std::byte* data, std::size_t bytes, int rank, std::uint64_t first_block) {
+  for (std::size_t off = 0; off < bytes; off += page_bytes) {
+    const std::uint64_t s = block_stamp(rank, first_block + off / page_bytes);
+    std::memcpy(data + off, &s, sizeof s);
+  }
+}
+
+std::uint64_t wrong_blocks(const std::byte* got, const std::byte* base, std::size_t bytes, int rank,
+                           std::uint64_t first_block) {
+  std::uint64_t wrong = 0;
+  for (std::size_t off = 0; off < bytes; off += page_bytes) {
+    const std::size_t len = page_bytes;
+    std::uint64_t s = 0;
+    std::memcpy(&s, got + off, sizeof s);
+    const bool ok = s == block_stamp(rank, first_block + off / page_bytes) &&
+                    std::memcmp(got + off + sizeof s, base + off + sizeof s, len - sizeof s) == 0;
+    if (!ok) ++wrong;
+  }
+  return wrong;
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+std::uint64_t node_memory_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long size = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && size > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(size) : 0;
+}
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  ~Fd() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  [[nodiscard]] int get() const { return fd_; }
+  void close_checked(const std::string& what) {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0) throw SystemError(fmt::format("close {}: {}", what, errno_text(errno)));
+  }
+
+ private:
+  int fd_;
+};
+
+// Writes the whole file and syncs it; seconds from `start`.
+double write_file(const std::string& path, bool direct, std::uint64_t file_bytes, std::byte* block,
+                  const std::byte* base, int rank, std::chrono::steady_clock::time_point start) {
+  Fd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | (direct ? O_DIRECT : 0)));
+  if (fd.get() < 0) throw SystemError(fmt::format("open {}: {}", path, errno_text(errno)));
+  for (std::uint64_t off = 0; off < file_bytes;) {
+    const std::size_t len = static_cast<std::size_t>(std::min(io_block_bytes, file_bytes - off));
+    std::memcpy(block, base, len);
+    stamp(block, len, rank, off / page_bytes);
+    Watchdog::note_step("storage write", static_cast<std::size_t>(file_bytes));
+    const ssize_t n = ::pwrite(fd.get(), block, len, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw SystemError(fmt::format("write {}: {}", path, n < 0 ? errno_text(errno) : "no progress"));
+    off += static_cast<std::uint64_t>(n);
+  }
+  if (::fsync(fd.get()) != 0) throw SystemError(fmt::format("fsync {}: {}", path, errno_text(errno)));
+  const double seconds = seconds_since(start);
+  // Buffered: drop the file's pages, so the reads come from the storage.
+  if (!direct) (void)::posix_fadvise(fd.get(), 0, 0, POSIX_FADV_DONTNEED);
+  fd.close_checked(path);
+  return seconds;
+}
+
+// Reads the whole file back and checks every block; seconds from `start`.
+double read_file(const std::string& path, bool direct, std::uint64_t file_bytes, std::byte* block,
+                 const std::byte* base, int rank, std::chrono::steady_clock::time_point start, std::uint64_t& wrong) {
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (direct ? O_DIRECT : 0)));
+  if (fd.get() < 0) throw SystemError(fmt::format("open {}: {}", path, errno_text(errno)));
+  for (std::uint64_t off = 0; off < file_bytes;) {
+    const std::size_t len = static_cast<std::size_t>(std::min(io_block_bytes, file_bytes - off));
+    Watchdog::note_step("storage read", static_cast<std::size_t>(file_bytes));
+    const ssize_t n = ::pread(fd.get(), block, len, static_cast<off_t>(off));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw SystemError(fmt::format("read {}: {}", path, errno_text(errno)));
+    if (n == 0) {  // shorter than written: every missing block is wrong
+      wrong += (file_bytes - off + page_bytes - 1) / page_bytes;
+      break;
+    }
+    // Whole blocks only; a short read's tail is read again.
+    const std::size_t full = static_cast<std::size_t>(n) - static_cast<std::size_t>(n) % page_bytes;
+    if (full == 0) {
+      wrong += (file_bytes - off + page_bytes - 1) / page_bytes;
+      break;
+    }
+    wrong += wrong_blocks(block, base, full, rank, off / page_bytes);
+    off += full;
+  }
+  return seconds_since(start);
+}
+
+// What each rank reports to rank 0, as its bytes.
+struct StorageLine {
+  int node = 0;
+  int writer = 0;  // 1 when this rank wrote a file
+  int removed = 0;
+  std::uint64_t bytes_written = 0;
+  std::uint64_t bytes_read = 0;
+  double write_s = 0;
+  double read_s = 0;
+  std::uint64_t wrong = 0;
+};
+
+// Every rank learns the first problem any rank found (the lowest rank's),
+// so all exit 2 together with the same line.
+void agree_on_problem(const Comm& world, const std::string& mine) {
+  const std::vector<std::string> all = world.allgather(mine);
+  for (const std::string& p : all)
+    if (!p.empty()) throw UsageError(p);
+}
+
+}  // namespace
+
+std::string storage_path_problem(const std::string& dir) {
+  if (dir.empty()) return "--storage-path: give a folder";
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0)
+    return fmt::format("--storage-path {}: {}", dir, errno == ENOENT ? "no such folder" : errno_text(errno));
+  if (!S_ISDIR(st.st_mode)) return fmt::format("--storage-path {}: not a folder", dir);
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    return fmt::format("--storage-path {}: not writable: {}", dir, errno_text(errno));
+  TestFile probe;
+  return probe.create(dir, "probe", 0);
+}
+
+std::uint64_t default_file_bytes(bool direct, std::uint64_t node_memory_bytes, int writers_on_node) {
+  std::uint64_t bytes = gib;
+  if (!direct && writers_on_node > 0)
+    bytes = std::max(bytes, 2 * (node_memory_bytes / static_cast<std::uint64_t>(writers_on_node)));
+  return (bytes + mib - 1) / mib * mib;
+}
+
+void analyze_storage(StorageResult& r) {
+  r.bytes_written = 0;
+  r.bytes_read = 0;
+  r.write_s = 0;
+  r.read_s = 0;
+  for (StorageNode& n : r.nodes) {
+    n.write_gbs = n.write_s > 0 ? static_cast<double>(n.bytes) / n.write_s / 1e9 : 0;
+    n.read_gbs = n.read_s > 0 ? static_cast<double>(n.bytes) / n.read_s / 1e9 : 0;
+    r.bytes_written += n.bytes;
+    r.write_s = std::max(r.write_s, n.write_s);
+    r.read_s = std::max(r.read_s, n.read_s);
+  }
+  r.bytes_read = r.bytes_written - std::min(r.bytes_written, r.wrong_blocks * page_bytes);
+  r.write_gbs = r.write_s > 0 ? static_cast<double>(r.bytes_written) / r.write_s / 1e9 : 0;
+  r.read_gbs = r.read_s > 0 ? static_cast<double>(r.bytes_written) / r.read_s / 1e9 : 0;
+  r.slowest_write_node.reset();
+  r.slowest_read_node.reset();
+  const std::string mode = r.io_mode == "direct" ? "O_DIRECT" : "buffered, cache dropped";
+  r.message = fmt::format("{} file{} of {} on {} node{} wrote {:.3f} GB/s and read {:.3f} GB/s together ({})",
+                          r.files_written, r.files_written == 1 ? "" : "s", format_size(r.file_bytes), r.nodes.size(),
+                          r.nodes.size() == 1 ? "" : "s", r.write_gbs, r.read_gbs, mode);
+  if (r.nodes.size() < 2) return;
+  std::vector<double> writes;
+  std::vector<double> reads;
+  for (const StorageNode& n : r.nodes) {
+    writes.push_back(n.write_gbs);
+    reads.push_back(n.read_gbs);
+  }
+  const auto slowest = [&r](double StorageNode::*field) {
+    std::size_t at = 0;
+    for (std::size_t i = 1; i < r.nodes.size(); ++i)
+      if (r.nodes[i].*field < r.nodes[at].*field) at = i;
+    return at;
+  };
+  const std::size_t w = slowest(&StorageNode::write_gbs);
+  const std::size_t rd = slowest(&StorageNode::read_gbs);
+  r.slowest_write_node = r.nodes[w].node;
+  r.slowest_read_node = r.nodes[rd].node;
+  r.message += fmt::format(
+      "; slowest node to write {} ({:.3f} GB/s, median {:.3f}), to read {} ({:.3f} GB/s, "
+      "median {:.3f})",
+      r.nodes[w].host, r.nodes[w].write_gbs, median(writes), r.nodes[rd].host, r.nodes[rd].read_gbs, median(reads));
+}
+
+StorageResult run_storage(const RunConfig& config, const Comm& world, const Layout& layout) {
+  const StorageConfig& sc = config.storage;
+  const bool writer = !sc.per_node || layout.local_rank == 0;
+  const int writers_on_node = sc.per_node ? 1 : layout.ranks_per_node[static_cast<std::size_t>(layout.node)];
+
+  // Every rank checks the folder as it sees it (on several nodes it must be
+  // there on each); the writers create their file, so the check is the real
+  // thing.
+  TestFile file;
+  std::string problem = storage_path_problem(sc.path);
+  if (problem.empty() && writer)
+    problem = file.create(sc.path, layout.hostnames[static_cast<std::size_t>(layout.node)], layout.rank);
+  agree_on_problem(world, problem);
+
+  // O_DIRECT only when every writer's file takes it (tmpfs, for one, refuses).
+  std::int64_t buffered = sc.buffered ? 1 : 0;
+  std::string note = sc.buffered ? "--storage-buffered" : "";
+  if (writer && !sc.buffered) {
+    const int fd = ::open(file.path().c_str(), O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_DIRECT);
+    if (fd < 0) {
+      buffered = 1;
+      note = fmt::format("the file system refuses O_DIRECT ({})", errno_text(errno));
+    } else {
+      ::close(fd);
+    }
+  }
+  std::int64_t any_buffered = buffered;
+  world.allreduce_max(std::span<std::int64_t>(&any_buffered, 1));
+  const bool direct = any_buffered == 0;
+  if (!direct && note.empty()) note = "another node's file system refuses O_DIRECT";
+  const std::vector<std::string> notes = world.allgather(writer && buffered != 0 ? note : std::string());
+  for (const std::string& n : notes)
+    if (!n.empty()) {
+      note = n;
+      break;
+    }
+
+  // One size for every file: the given one, else the largest any node needs.
+  std::int64_t file_bytes = static_cast<std::int64_t>(
+      sc.file_bytes > 0 ? sc.file_bytes : default_file_bytes(direct, node_memory_bytes(), writers_on_node));
+  world.allreduce_max(std::span<std::int64_t>(&file_bytes, 1));
+  // Whole 4 KiB blocks: the check's unit, and O_DIRECT's alignment.
+  const std::uint64_t bytes = (static_cast<std::uint64_t>(file_bytes) + page_bytes - 1) / page_bytes * page_bytes;
+
+  // Room for this node's files at least (a shared folder needs more; the
+  // writes then fail with the system's reason).
+  std::string room;
+  if (writer && layout.local_rank == 0) {
+    struct statvfs fs {};
+    if (::statvfs(sc.path.c_str(), &fs) == 0) {
+      const std::uint64_t free_bytes = static_cast<std::uint64_t>(fs.f_bavail) * fs.f_frsize;
+      const std::uint64_t need = bytes * static_cast<std::uint64_t>(writers_on_node);
+      if (need > free_bytes)
+        room = fmt::format(
+            "--storage-path {}: {} free, the {} file{} of {} on {} need {}; give a smaller "
+            "--file-bytes",
+            sc.path, format_size(free_bytes), writers_on_node, writers_on_node == 1 ? "" : "s", format_size(bytes),
+            layout.hostnames[static_cast<std::size_t>(layout.node)], format_size(need));
+    }
+  }
+  agree_on_problem(world, room);
+
+  StorageLine mine;
+  mine.node = layout.node;
+  mine.writer = writer ? 1 : 0;
+  const std::size_t block_len = static_cast<std::size_t>(std::min(io_block_bytes, bytes));
+  const std::size_t alloc = (block_len + page_bytes - 1) / page_bytes * page_bytes;
+  Buffer block = writer ? aligned_buffer(alloc) : Buffer();
+  Buffer base = writer ? aligned_buffer(alloc) : Buffer();
+  if (writer) fill_base(base.get(), alloc, layout.rank);
+
+  Watchdog::note_phase("storage");
+  world.barrier();
+  auto start = std::chrono::steady_clock::now();
+  if (writer) {
+    mine.write_s = write_file(file.path(), direct, bytes, block.get(), base.get(), layout.rank, start);
+    mine.bytes_written = bytes;
+  }
+  world.barrier();
+  start = std::chrono::steady_clock::now();
+  if (writer) {
+    mine.read_s = read_file(file.path(), direct, bytes, block.get(), base.get(), layout.rank, start, mine.wrong);
+    mine.bytes_read = bytes;
+  }
+  world.barrier();
+  if (writer) mine.removed = file.remove() ? 1 : 0;
+  Watchdog::set_cleanup({});
+
+  const std::vector<StorageLine> lines = world.allgather_value(mine);
+  StorageResult r;
+  if (world.rank() != 0) return r;
+  r.path = sc.path;
+  r.io_mode = direct ? "direct" : "buffered";
+  r.io_note = direct ? std::string() : note;
+  r.file_bytes = bytes;
+  r.block_bytes = block_len;
+  r.per_node = sc.per_node;
+  for (int n = 0; n < layout.nodes; ++n) {
+    StorageNode row;
+    row.node = n;
+    row.host = layout.hostnames[static_cast<std::size_t>(n)];
+    r.nodes.push_back(row);
+  }
+  for (const StorageLine& l : lines) {
+    StorageNode& row = r.nodes[static_cast<std::size_t>(l.node)];
+    if (l.writer == 0) continue;
+    row.files += 1;
+    row.bytes += l.bytes_written;
+    row.write_s = std::max(row.write_s, l.write_s);
+    row.read_s = std::max(row.read_s, l.read_s);
+    r.files_written += 1;
+    r.files_removed += l.removed;
+    r.wrong_blocks += l.wrong;
+  }
+  analyze_storage(r);
+  return r;
+}
+
+}  // namespace fabricbench

@@ -1,0 +1,233 @@
+// Latency islands, the bisection arithmetic and the storage accounting on
+// hand-made inputs.
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+
+#include "fabricbench/engine/placement.hpp"
+#include "fabricbench/engine/storage.hpp"
+#include "scratch_dir.hpp"
+
+namespace fabricbench {
+namespace {
+
+std::vector<std::string> hosts_of(int n) {
+  std::vector<std::string> hosts;
+  for (int i = 0; i < n; ++i) hosts.push_back("node" + std::to_string(i));
+  return hosts;
+}
+
+// A symmetric latency matrix: `near` within a group, `far` across, with a
+// small deterministic wobble so no two values are equal.
+PairMatrix grouped(const std::vector<int>& group_of, double near, double far) {
+  const int n = static_cast<int>(group_of.size());
+  PairMatrix m(n);
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      if (a == b) continue;
+      const double base = group_of[static_cast<std::size_t>(a)] == group_of[static_cast<std::size_t>(b)] ? near : far;
+      m.lat(a, b) = base * (1.0 + 0.01 * ((a + b) % 7));
+    }
+  return m;
+}
+
+std::vector<std::vector<int>> island_nodes(const IslandsResult& r) {
+  std::vector<std::vector<int>> out;
+  for (const LatencyIsland& i : r.islands) out.push_back(i.nodes);
+  return out;
+}
+
+TEST(LatencyIslands, AFlatFabricIsOneIsland) {
+  const IslandsResult r = find_latency_islands(grouped({0, 0, 0, 0, 0, 0}, 10, 10), hosts_of(6), 2.0);
+  EXPECT_EQ(island_nodes(r), (std::vector<std::vector<int>>{{0, 1, 2, 3, 4, 5}}));
+  EXPECT_EQ(r.islands[0].name, "A");
+  EXPECT_EQ(r.islands[0].hosts.size(), 6U);
+  EXPECT_FALSE(r.ratio);
+  EXPECT_FALSE(r.in_island_latency_us);
+  EXPECT_NE(r.message.find("one latency island: the fabric is flat"), std::string::npos) << r.message;
+}
+
+TEST(LatencyIslands, TwoRacksAreTwoIslandsWithTheirRatio) {
+  const IslandsResult r = find_latency_islands(grouped({0, 0, 0, 1, 1, 1}, 2, 10), hosts_of(6), 2.0);
+  EXPECT_EQ(island_nodes(r), (std::vector<std::vector<int>>{{0, 1, 2}, {3, 4, 5}}));
+  EXPECT_EQ(r.islands[1].name, "B");
+  EXPECT_EQ(r.islands[1].hosts, (std::vector<std::string>{"node3", "node4", "node5"}));
+  ASSERT_TRUE(r.ratio);
+  EXPECT_NEAR(*r.ratio, *r.cross_island_latency_us / *r.in_island_latency_us, 1e-12);
+  EXPECT_GT(*r.ratio, 4.5);
+  EXPECT_LT(*r.ratio, 5.5);
+  EXPECT_NE(r.message.find("2 latency islands: A (node0, node1, node2); B (node3, node4, node5)"), std::string::npos)
+      << r.message;
+}
+
+TEST(LatencyIslands, IslandsNeedNotBeContiguousAndCanBeThree) {
+  const IslandsResult r = find_latency_islands(grouped({0, 1, 2, 0, 1, 2}, 1, 30), hosts_of(6), 2.0);
+  EXPECT_EQ(island_nodes(r), (std::vector<std::vector<int>>{{0, 3}, {1, 4}, {2, 5}}));
+  EXPECT_EQ(r.islands[2].name, "C");
+}
+
+TEST(LatencyIslands, OneSlowLinkOrOneSlowDirectionSplitsNothing) {
+  PairMatrix m = grouped({0, 0, 0, 0}, 10, 10);
+  m.lat(0, 1) = 200;  // one direction of one pair
+  m.lat(1, 0) = 180;
+  const IslandsResult r = find_latency_islands(m, hosts_of(4), 2.0);
+  EXPECT_EQ(r.islands.size(), 1U) << r.message;
+  EXPECT_NE(r.message.find("chain every node together"), std::string::npos) << r.message;
+}
+
+TEST(LatencyIslands, ARatioBelowTheThresholdIsFlatAndAboveItSplits) {
+  const PairMatrix m = grouped({0, 0, 1, 1}, 10, 15);
+  EXPECT_EQ(find_latency_islands(m, hosts_of(4), 2.0).islands.size(), 1U);
+  EXPECT_EQ(find_latency_islands(m, hosts_of(4), 1.3).islands.size(), 2U);
+}
+
+TEST(LatencyIslands, OneMeasuredDirectionIsEnoughAndMissingPairsAreSkipped) {
+  PairMatrix m(4);
+  m.lat(0, 1) = 1;
+  m.lat(2, 3) = 1.1;
+  m.lat(0, 2) = 20;
+  m.lat(3, 1) = 21;  // only from 3 to 1; 0-3 and 1-2 not measured
+  const IslandsResult r = find_latency_islands(m, hosts_of(4), 2.0);
+  EXPECT_EQ(island_nodes(r), (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
+}
+
+TEST(LatencyIslands, ANodeFarFromAllOthersIsNotAnIsland) {
+  const IslandsResult r = find_latency_islands(grouped({0, 0, 0, 1}, 1, 50), hosts_of(4), 2.0);
+  EXPECT_EQ(r.islands.size(), 1U);
+  EXPECT_NE(r.message.find("node3 is far from every other node"), std::string::npos) << r.message;
+}
+
+TEST(LatencyIslands, TwoNodesOrNothingMeasuredIsOneIsland) {
+  EXPECT_EQ(find_latency_islands(grouped({0, 1}, 1, 100), hosts_of(2), 2.0).islands.size(), 1U);
+  const IslandsResult none = find_latency_islands(PairMatrix(5), hosts_of(5), 2.0);
+  ASSERT_EQ(none.islands.size(), 1U);
+  EXPECT_EQ(none.islands[0].nodes.size(), 5U);
+  EXPECT_NE(none.message.find("too few"), std::string::npos);
+}
+
+TEST(Bisection, HalvingsAreSeededPartitionsInTwoEqualHalves) {
+  for (const int n : {2, 5, 8, 13}) {
+    const std::vector<Halving> a = plan_halvings(n, 4, 42);
+    const std::vector<Halving> b = plan_halvings(n, 4, 42);
+    ASSERT_EQ(a.size(), 4U);
+    for (std::size_t k = 0; k < a.size(); ++k) {
+      EXPECT_EQ(a[k].half_a, b[k].half_a);
+      EXPECT_EQ(a[k].half_b, b[k].half_b);
+      EXPECT_EQ(a[k].half_a.size(), static_cast<std::size_t>(n / 2));
+      EXPECT_EQ(a[k].half_b.size(), static_cast<std::size_t>(n / 2));
+      std::set<int> seen(a[k].half_a.begin(), a[k].half_a.end());
+      seen.insert(a[k].half_b.begin(), a[k].half_b.end());
+      EXPECT_EQ(seen.size(), static_cast<std::size_t>(n / 2 * 2));  // each node once, one left out when odd
+      for (const int node : seen) {
+        EXPECT_GE(node, 0);
+        EXPECT_LT(node, n);
+      }
+    }
+  }
+  // The generator is fixed bit for bit: this seed's first halving of 8 nodes.
+  const Halving first = plan_halvings(8, 1, 1).front();
+  const std::vector<Halving> again = plan_halvings(8, 1, 1);
+  EXPECT_EQ(first.half_a, again.front().half_a);
+  // Other seeds give other halvings (not all the same).
+  std::set<std::vector<int>> firsts;
+  for (std::uint64_t seed = 1; seed <= 8; ++seed) firsts.insert(plan_halvings(8, 1, seed).front().half_a);
+  EXPECT_GT(firsts.size(), 1U);
+  EXPECT_TRUE(plan_halvings(1, 3, 1).empty());
+}
+
+BisectionPair pair(std::optional<double> alone, double loaded) {
+  BisectionPair p;
+  p.isolated_gbs = alone;
+  p.loaded_gbs = loaded;
+  return p;
+}
+
+TEST(Bisection, OversubscriptionIsTheWorstHalvingsAloneOverLoaded) {
+  BisectionResult r;
+  HalvingResult fine;
+  fine.pairs = {pair(10, 9.5), pair(10, 10.5)};  // 20 / 20 = 1
+  HalvingResult blocked;
+  blocked.pairs = {pair(10, 4), pair(10, 6), pair(std::nullopt, 1)};  // the unmeasured pair is left out: 20 / 10
+  r.halvings = {fine, blocked};
+  analyze_bisection(r, 1.25);
+  ASSERT_TRUE(r.halvings[0].oversubscription);
+  EXPECT_DOUBLE_EQ(*r.halvings[0].oversubscription, 1.0);
+  EXPECT_DOUBLE_EQ(r.halvings[1].isolated_gbs, 20);
+  EXPECT_DOUBLE_EQ(r.halvings[1].loaded_gbs, 10);
+  ASSERT_TRUE(r.oversubscription);
+  EXPECT_DOUBLE_EQ(*r.oversubscription, 2.0);
+  EXPECT_TRUE(r.blocking);
+  EXPECT_EQ(r.limit, 1.25);
+  EXPECT_NE(r.message.find("2.00:1 oversubscribed"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("halving 2"), std::string::npos) << r.message;
+}
+
+TEST(Bisection, WithinTheLimitIsNonBlockingAndNothingMeasuredHasNoRatio) {
+  BisectionResult r;
+  HalvingResult h;
+  h.pairs = {pair(10, 9)};
+  r.halvings = {h};
+  analyze_bisection(r, 1.25);
+  EXPECT_FALSE(r.blocking);
+  EXPECT_NEAR(*r.oversubscription, 10.0 / 9.0, 1e-12);
+  EXPECT_NE(r.message.find("non-blocking within 1.25:1"), std::string::npos) << r.message;
+
+  BisectionResult empty;
+  HalvingResult zero;
+  zero.pairs = {pair(10, 0)};
+  empty.halvings = {zero};
+  analyze_bisection(empty, 1.25);
+  EXPECT_FALSE(empty.oversubscription);
+  EXPECT_FALSE(empty.blocking);
+}
+
+TEST(Storage, DefaultFileSizeOutgrowsThePageCacheShareWhenBuffered) {
+  constexpr std::uint64_t gib = std::uint64_t{1} << 30;
+  EXPECT_EQ(default_file_bytes(true, 512 * gib, 8), gib);
+  EXPECT_EQ(default_file_bytes(false, 64 * gib, 8), 16 * gib);
+  EXPECT_EQ(default_file_bytes(false, 2 * gib, 8), gib);
+  EXPECT_EQ(default_file_bytes(false, 3 * gib + 1, 1) % (std::uint64_t{1} << 20), 0U);
+}
+
+TEST(Storage, NodesRowsGiveTheAggregateAndTheSlowestNode) {
+  StorageResult r;
+  r.file_bytes = 1000000000;
+  r.io_mode = "direct";
+  r.files_written = 4;
+  r.nodes = {{0, "a", 2, 2000000000, 1.0, 0.5, 0, 0}, {1, "b", 2, 2000000000, 4.0, 0.4, 0, 0}};
+  analyze_storage(r);
+  EXPECT_EQ(r.bytes_written, 4000000000U);
+  EXPECT_EQ(r.bytes_read, 4000000000U);
+  EXPECT_DOUBLE_EQ(r.nodes[0].write_gbs, 2.0);
+  EXPECT_DOUBLE_EQ(r.nodes[1].write_gbs, 0.5);
+  EXPECT_DOUBLE_EQ(r.write_s, 4.0);
+  EXPECT_DOUBLE_EQ(r.write_gbs, 1.0);  // every byte over the slowest writer's time
+  EXPECT_DOUBLE_EQ(r.read_gbs, 8.0);
+  EXPECT_EQ(r.slowest_write_node, 1);
+  EXPECT_EQ(r.slowest_read_node, 0);
+  EXPECT_NE(r.message.find("slowest node to write b (0.500 GB/s"), std::string::npos) << r.message;
+  EXPECT_NE(r.message.find("to read a (4.000 GB/s"), std::string::npos) << r.message;
+
+  StorageResult one;
+  one.nodes = {{0, "a", 1, 10, 1, 1, 0, 0}};
+  analyze_storage(one);
+  EXPECT_FALSE(one.slowest_write_node);
+}
+
+class StorageFolder : public ScratchDirTest {};
+
+TEST_F(StorageFolder, MustExistBeAFolderAndLeaveNothingBehind) {
+  const std::string dir = dir_.string();
+  EXPECT_EQ(storage_path_problem(dir), "");
+  EXPECT_TRUE(std::filesystem::is_empty(dir_));  // the probe is gone
+  EXPECT_EQ(storage_path_problem(dir + "/none"), "--storage-path " + dir + "/none: no such folder");
+  std::ofstream(dir + "/file") << "x";
+  EXPECT_EQ(storage_path_problem(dir + "/file"), "--storage-path " + dir + "/file: not a folder");
+  EXPECT_EQ(storage_path_problem(""), "--storage-path: give a folder");
+}
+
+}  // namespace
+}  // namespace fabricbench
