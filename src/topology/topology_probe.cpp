@@ -10,8 +10,8 @@
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/topology/node_analysis.hpp"
-#include "fabricbench/topology/pcie_probe.hpp"
 #include "fabricbench/topology/node_config.hpp"
+#include "fabricbench/topology/pcie_probe.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
