@@ -242,7 +242,10 @@ class MultiHost(unittest.TestCase):
         cut_records = [r for r in doc["records"] if r.get("cut") == "budget"]
         self.assertEqual(len(cut_records), sum(1 for c in cuts if c["phase"] == "sweep"))
         self.assertIn("# cut (budget):", proc.stdout)
-        self.assertEqual([p["phase"] for p in doc["budget"]["phases"]], ["health", "sweep", "ladder", "pairs"])
+        # 2 ranks per host: the GPU-count ladder inside each host is a phase too.
+        self.assertEqual([p["phase"] for p in doc["budget"]["phases"]],
+                         ["health", "sweep", "ladder", "gpu_ladder", "pairs"])
+        self.assertTrue("gpu_ladder" in doc or any(c["phase"] == "gpu_ladder" for c in cuts))
 
     # A healthy run ends within its budget and names no host. Whether the
     # budget cuts anything depends on the machine: 8 ranks on a small or
