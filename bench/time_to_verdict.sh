@@ -91,7 +91,7 @@ part_sweep() {
       sizes=$(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1]))
-print(" ".join(f"{r[\"bytes\"]}@{r[\"iterations\"]}" for r in d["records"]
+print(" ".join(str(r["bytes"]) + "@" + str(r["iterations"]) for r in d["records"]
                if r["op"] == sys.argv[2] and r["placement"] == sys.argv[3] and "iterations" in r))' "$fbj" "$op" "$place")
       [[ -n $sizes ]] || continue
       # shellcheck disable=SC2086 # one word per size
