@@ -137,7 +137,13 @@ class Sweep(unittest.TestCase):
         with open(self.json, encoding="utf-8") as f:
             doc = json.load(f)
         self.assertFalse(doc["status"]["complete"])
-        self.assertEqual({r["op"] for r in doc["records"]}, {"allreduce"})
+        # The ops that finished, in the order they ran, and not the last: on
+        # a loaded machine (or under the sanitizers) a second op may finish
+        # between the poll and the kill, so the file holds a prefix of them.
+        order = ["allreduce", "allgather", "sendrecv", "alltoall"]
+        seen = [op for op in order if any(r["op"] == op for r in doc["records"])]
+        self.assertEqual(seen, order[:len(seen)])
+        self.assertLess(len(seen), len(order))
 
 
 class BadInput(unittest.TestCase):
