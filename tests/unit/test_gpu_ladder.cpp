@@ -332,8 +332,8 @@ TEST(GpuLadder, ReportTextAndHtmlShowTheLadderAndItsChart) {
   at_three.price_per_gpu_hour = 3.0;
   std::vector<ReportRun> again;
   again.push_back({"run.json", r, {}, Level::ok, {}});
-  const Report report = build_report(std::move(again), at_three, builtin_expectations());
-  const GpuLadderResult& g = *report.runs[0].result.gpu_ladder;
+  const Report repriced = build_report(std::move(again), at_three, builtin_expectations());
+  const GpuLadderResult& g = *repriced.runs[0].result.gpu_ladder;
   EXPECT_DOUBLE_EQ(*g.projection[1].cost_per_job, 48.0);  // 4 h x 4 GPUs x 3
   EXPECT_DOUBLE_EQ(*g.servers[0].cost_per_job, 16.0);
 }
