@@ -146,8 +146,12 @@ class MultiHost(unittest.TestCase):
         testbed("exec", "node2", "ip", "link", "set", "dev", "eth0", "mtu", "1400")
         try:
             args = [ARGS.binary, "topo", "--no-measure", "-q", "--json", self.json]
+            # -x belongs to its app context: the second one repeats what
+            # testbed.sh forwards to the first (a sanitizer build's options).
+            forwarded = [x for v in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS") if os.environ.get(v)
+                         for x in ("-x", v)]
             proc = testbed("mpirun", "-q", "-np", "6", "--host", "node0:2,node1:2,node2:2", *args, ":", "-np", "2",
-                           "--host", "node3:2", "-x", "NCCL_PROTO=LL", *args, check=False)
+                           "--host", "node3:2", "-x", "NCCL_PROTO=LL", *forwarded, *args, check=False)
         finally:
             testbed("exec", "node2", "ip", "link", "set", "dev", "eth0", "mtu", mtu)
         self.assertEqual(proc.returncode, 0, proc.stderr)
