@@ -65,32 +65,6 @@ GpuLadderPlan decode(const std::string& bytes, const std::string& note) {
   return plan;
 }
 
-struct Job {
-  Op op;
-  std::size_t bytes;
-};
-
-std::vector<Job> gpu_ladder_jobs(const ScaleConfig& scale, std::size_t bytes) {
-  std::vector<Job> jobs;
-  const auto add = [&jobs](Op op, std::size_t b) {
-    b = b / element_size(ladder_dtype) * element_size(ladder_dtype);
-    if (b == 0) return;
-    for (const Job& j : jobs)
-      if (j.op == op && j.bytes == b) return;
-    jobs.push_back({op, b});
-  };
-  for (const Op op : scale.ops) add(op, bytes);
-  if (scale.grad_bytes > 0) {
-    if (scale.sharded) {
-      add(Op::reducescatter, scale.grad_bytes);
-      add(Op::allgather, scale.grad_bytes);
-    } else {
-      add(Op::allreduce, scale.grad_bytes);
-    }
-  }
-  return jobs;
-}
-
 // What a set's first rank reports, gathered to every rank.
 struct SetLine {
   bool speaks = false;
@@ -125,7 +99,8 @@ GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, co
   result.bytes = ladder_bytes(config.scale);
   result.from_topology = plan.from_topology;
   result.note = plan.note;
-  const std::vector<Job> jobs = gpu_ladder_jobs(config.scale, result.bytes);
+  // The node ladder's ops and the projection's, at the ladder's one size.
+  const std::vector<LadderJob> jobs = ladder_jobs(config.scale, result.bytes, false);
   std::size_t measurements_left = plan.rows.size() * jobs.size();
 
   for (std::size_t r = 0; r < plan.rows.size(); ++r) {
@@ -136,7 +111,7 @@ GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, co
     const int key = at == mine.end() ? 0 : static_cast<int>(at - mine.begin());
     const Comm group = world.split(color, key);
     const std::unique_ptr<Transport> sub = transport.split(group, color, key);
-    for (const Job& job : jobs) {
+    for (const LadderJob& job : jobs) {
       // Rank 0 gives this row an even part of what is left of the phase,
       // or none (-1) once it is spent; every rank follows.
       double share = unlimited_seconds;

@@ -13,22 +13,19 @@ namespace {
 
 constexpr DType fabric_dtype = DType::float32;
 
-struct Job {
-  Op op;
-  std::size_t bytes;
-};
+}  // namespace
 
-std::vector<Job> ladder_jobs(const ScaleConfig& scale, std::size_t bytes) {
-  std::vector<Job> jobs;
+std::vector<LadderJob> ladder_jobs(const ScaleConfig& scale, std::size_t bytes, bool with_sweep) {
+  std::vector<LadderJob> jobs;
   const auto add = [&jobs](Op op, std::size_t b) {
     b = b / element_size(fabric_dtype) * element_size(fabric_dtype);
     if (b == 0) return;
-    for (const Job& j : jobs)
+    for (const LadderJob& j : jobs)
       if (j.op == op && j.bytes == b) return;
     jobs.push_back({op, b});
   };
   for (const Op op : scale.ops) {
-    if (scale.sweep)
+    if (scale.sweep && with_sweep)
       for (std::size_t b = std::max<std::size_t>(bytes / 64, 4096); b < bytes; b *= 4) add(op, b);
     add(op, bytes);
   }
@@ -42,6 +39,8 @@ std::vector<Job> ladder_jobs(const ScaleConfig& scale, std::size_t bytes) {
   }
   return jobs;
 }
+
+namespace {
 
 // This rank's measurement, gathered to every rank as its bytes: only a
 // group's first rank speaks for its group.
@@ -146,7 +145,7 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
   result.bytes = ladder_bytes(config.scale);
   result.ranks_per_node = rpn;
   result.nic_gbit_per_node = config.scale.nic_gbit_per_node;
-  const std::vector<Job> jobs = ladder_jobs(config.scale, result.bytes);
+  const std::vector<LadderJob> jobs = ladder_jobs(config.scale, result.bytes);
   const std::vector<LevelPlan> plans = plan_ladder(layout.nodes);
   int steps_left = static_cast<int>(plans.size() * jobs.size());
   double last_step_s = 0;
@@ -156,7 +155,7 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
         plan.kind == LevelKind::rail ? layout.local_rank : plan.group_of_node[static_cast<std::size_t>(layout.node)];
     const Comm group = world.split(color, world.rank());
     const std::unique_ptr<Transport> sub = transport.split(group, color, world.rank());
-    for (const Job& job : jobs) {
+    for (const LadderJob& job : jobs) {
       const Window step;
       const double share = next_share(world, phase, steps_left--, last_step_s);
       const std::string what = plan.kind == LevelKind::rail

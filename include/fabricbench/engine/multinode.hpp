@@ -39,6 +39,18 @@ struct PairPass {
 // random order. Fills mode, seed, rounds_planned and rounds.
 void plan_pairs(const PairConfig& config, int nodes, PairsResult& result);
 
+// One measurement of a ladder's level: an op at a size.
+struct LadderJob {
+  Op op;
+  std::size_t bytes;
+};
+
+// What each level of a ladder measures: `scale.ops` at `bytes` (with
+// --scale-sweep and `with_sweep`, the smaller sizes before it), then the
+// projection's ops at the gradient size; sizes rounded down to whole float
+// elements, repeats and empty sizes left out.
+std::vector<LadderJob> ladder_jobs(const ScaleConfig& scale, std::size_t bytes, bool with_sweep = true);
+
 // Collective over `world`; the results are complete on world rank 0.
 ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
                        const PhaseLimit& limit = {});
