@@ -69,7 +69,9 @@ def validate(test, path):
     test.assertEqual(proc.returncode, 0, proc.stderr)
 
 
-class MultiHost(unittest.TestCase):
+class TestBedCase(unittest.TestCase):
+    """4 hosts x 2 slots, up for the class; every test starts unthrottled."""
+
     @classmethod
     def setUpClass(cls):
         testbed("down", check=False)
@@ -88,6 +90,8 @@ class MultiHost(unittest.TestCase):
     def tearDown(self):
         testbed("unthrottle", check=False)
 
+
+class MultiHost(TestBedCase):
     def test_ladder_levels_groups_and_efficiencies(self):
         proc, doc = fabricbench(self.json, "scale", "--scale-bytes", "1M", *COMMON)
         self.assertEqual(proc.returncode, 0, proc.stderr)
@@ -358,7 +362,7 @@ def splitmix64_halvings(nodes, count, seed):
     return out
 
 
-class Placement(unittest.TestCase):
+class Placement(TestBedCase):
     """Latency islands, the bisection test and shared storage across the 4
     hosts. The islands come from a group whose crossing traffic is slowed
     (this kernel has no netem delay: a low rate with a small token bucket
@@ -366,25 +370,10 @@ class Placement(unittest.TestCase):
     latency noise); the bisection and storage tests are checked for their
     accounting, never a speed."""
 
-    @classmethod
-    def setUpClass(cls):
-        testbed("down", check=False)
-        testbed("up", "4", "--slots", "2", "--subnet", "10.77.9")
-        cls.dir = tempfile.TemporaryDirectory()
-
-    @classmethod
-    def tearDownClass(cls):
-        testbed("down", check=False)
-        cls.dir.cleanup()
-
     def setUp(self):
-        testbed("unthrottle", check=False)
-        self.json = os.path.join(self.dir.name, f"{self.id().split('.')[-1]}.json")
+        super().setUp()
         self.folder = os.path.join(self.dir.name, f"{self.id().split('.')[-1]}-storage")
         os.mkdir(self.folder)
-
-    def tearDown(self):
-        testbed("unthrottle", check=False)
 
     def check_bisection(self, b, halvings, seed):
         self.assertEqual(b["seed"], seed)
