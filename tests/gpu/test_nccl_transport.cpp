@@ -33,43 +33,55 @@ std::vector<RedOp> redops_for(Op op) {
   return {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg};
 }
 
-// Runs every combination on every member of `group`; returns wrong counts.
-void check_all(std::vector<Comm>& group) {
-  const int n = static_cast<int>(group.size());
+// Runs `body(r, transport)` on a thread per member of `group`, each with
+// its own NcclTransport on GPU r. What a body returns, or the message of
+// what it throws, is that member's failure (a throw also fails the group, so
+// the others leave their waits); every member must end with none.
+template <typename Body>
+void on_every_gpu(std::vector<Comm>& group, Body&& body) {
   std::vector<std::string> failures(group.size());
   std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
+  for (std::size_t r = 0; r < group.size(); ++r) {
     threads.emplace_back([&, r] {
       try {
         NcclOptions options;
-        options.device = r;
+        options.device = static_cast<int>(r);
         options.timeout = 60s;
-        NcclTransport t(group[static_cast<std::size_t>(r)], options);
-        for (const Op op : all_ops())
-          for (const DType d : all_dtypes())
-            for (const RedOp redop : redops_for(op))
-              for (const Placement p : {Placement::out_of_place, Placement::in_place}) {
-                // fp8 on GPUs before compute capability 9.0, and fp8 avg, are refused with a reason.
-                if (t.unsupported(op, d, redop)) continue;
-                const Counts c = counts_for(op, d, 4096 * element_size(d) * static_cast<std::size_t>(n), n);
-                const OpSpec spec{op, d, redop, p, n - 1, c};
-                t.prepare(spec);
-                t.fill(spec);
-                t.barrier();
-                t.run_once(spec);
-                const std::uint64_t wrong = t.verify(spec);
-                if (wrong != 0)
-                  failures[static_cast<std::size_t>(r)] +=
-                      fmt::format("{} {} {} {}: {} wrong; ", name(op), name(d), name(redop), name(p), wrong);
-              }
+        NcclTransport t(group[r], options);
+        failures[r] = body(static_cast<int>(r), t);
       } catch (const std::exception& e) {
-        failures[static_cast<std::size_t>(r)] = e.what();
-        fail_group(group[static_cast<std::size_t>(r)], e.what());
+        failures[r] = e.what();
+        fail_group(group[r], e.what());
       }
     });
   }
   for (auto& t : threads) t.join();
   for (const auto& f : failures) EXPECT_EQ(f, "");
+}
+
+// Runs every combination on every member of `group`; wrong counts fail.
+void check_all(std::vector<Comm>& group) {
+  const int n = static_cast<int>(group.size());
+  on_every_gpu(group, [n](int, NcclTransport& t) {
+    std::string wrongs;
+    for (const Op op : all_ops())
+      for (const DType d : all_dtypes())
+        for (const RedOp redop : redops_for(op))
+          for (const Placement p : {Placement::out_of_place, Placement::in_place}) {
+            // fp8 on GPUs before compute capability 9.0, and fp8 avg, are refused with a reason.
+            if (t.unsupported(op, d, redop)) continue;
+            const Counts c = counts_for(op, d, 4096 * element_size(d) * static_cast<std::size_t>(n), n);
+            const OpSpec spec{op, d, redop, p, n - 1, c};
+            t.prepare(spec);
+            t.fill(spec);
+            t.barrier();
+            t.run_once(spec);
+            const std::uint64_t wrong = t.verify(spec);
+            if (wrong != 0)
+              wrongs += fmt::format("{} {} {} {}: {} wrong; ", name(op), name(d), name(redop), name(p), wrong);
+          }
+    return wrongs;
+  });
 }
 
 int visible() {
@@ -96,31 +108,17 @@ TEST(NcclTransport, GpuLadderOnEveryVisibleGpu) {
   const int n = visible();
   if (n < 2) GTEST_SKIP() << "one GPU visible";
   std::vector<Comm> group = make_thread_comms(n, 120s);
-  std::vector<std::string> failures(group.size());
   GpuLadderResult lead;
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        NcclOptions options;
-        options.device = r;
-        options.timeout = 60s;
-        const Comm& comm = group[static_cast<std::size_t>(r)];
-        NcclTransport t(comm, options);
-        RunConfig config;
-        config.iterations.fixed_iters = 3;
-        config.iterations.warmup = 1;
-        config.scale.bytes = std::size_t{1} << 20;
-        GpuLadderResult g = run_gpu_ladder(config, t, comm, discover_layout(comm), {LinkMatrix{}});
-        if (r == 0) lead = std::move(g);
-      } catch (const std::exception& e) {
-        failures[static_cast<std::size_t>(r)] = e.what();
-        fail_group(group[static_cast<std::size_t>(r)], e.what());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& f : failures) EXPECT_EQ(f, "");
+  on_every_gpu(group, [&group, &lead](int r, NcclTransport& t) {
+    const Comm& comm = group[static_cast<std::size_t>(r)];
+    RunConfig config;
+    config.iterations.fixed_iters = 3;
+    config.iterations.warmup = 1;
+    config.scale.bytes = std::size_t{1} << 20;
+    GpuLadderResult g = run_gpu_ladder(config, t, comm, discover_layout(comm), {LinkMatrix{}});
+    if (r == 0) lead = std::move(g);
+    return std::string();
+  });
   EXPECT_EQ(lead.gpus_per_node, n);
   EXPECT_EQ(lead.levels.size(), gpu_ladder_sizes(n, {}).size() * 2);  // allreduce and allgather
   for (const GpuLevelResult& l : lead.levels) {
@@ -372,32 +370,18 @@ TEST(NcclTransport, CaptureNamesNcclsAlgorithmAndRestoresTheLog) {
   std::vector<Comm> group = make_thread_comms(n, 60s);
   std::vector<AlgorithmChoice> choices(static_cast<std::size_t>(n));
   std::vector<AlgorithmChoice> p2p(static_cast<std::size_t>(n));
-  std::vector<std::string> failures(static_cast<std::size_t>(n));
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r) {
-    threads.emplace_back([&, r] {
-      try {
-        NcclOptions options;
-        options.device = r;
-        options.timeout = 60s;
-        NcclTransport t(group[static_cast<std::size_t>(r)], options);
-        const Counts c = counts_for(Op::allreduce, DType::float32, std::size_t{64} << 20, n);
-        const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::out_of_place, 0, c};
-        t.prepare(spec);
-        choices[static_cast<std::size_t>(r)] = t.capture_choice(spec);
-        OpSpec sr = spec;
-        sr.op = Op::sendrecv;
-        sr.counts = counts_for(Op::sendrecv, DType::float32, std::size_t{1} << 20, n);
-        t.prepare(sr);
-        p2p[static_cast<std::size_t>(r)] = t.capture_choice(sr);
-      } catch (const std::exception& e) {
-        failures[static_cast<std::size_t>(r)] = e.what();
-        fail_group(group[static_cast<std::size_t>(r)], e.what());
-      }
-    });
-  }
-  for (auto& t : threads) t.join();
-  for (const auto& f : failures) EXPECT_EQ(f, "");
+  on_every_gpu(group, [n, &choices, &p2p](int r, NcclTransport& t) {
+    const Counts c = counts_for(Op::allreduce, DType::float32, std::size_t{64} << 20, n);
+    const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::out_of_place, 0, c};
+    t.prepare(spec);
+    choices[static_cast<std::size_t>(r)] = t.capture_choice(spec);
+    OpSpec sr = spec;
+    sr.op = Op::sendrecv;
+    sr.counts = counts_for(Op::sendrecv, DType::float32, std::size_t{1} << 20, n);
+    t.prepare(sr);
+    p2p[static_cast<std::size_t>(r)] = t.capture_choice(sr);
+    return std::string();
+  });
   const AlgorithmChoice& first = choices[0];
   if (n >= 2) {
     ASSERT_TRUE(first.algorithm) << first.note;
