@@ -41,12 +41,13 @@ class Budget(unittest.TestCase):
         self.dir.cleanup()
 
     def test_a_budget_too_short_for_the_sweep_cuts_and_lists_what_it_cut(self):
-        # 3 ops x 2 placements x 8 sizes, each asking for 2 s: 96 s of
-        # measuring that a 3 s budget cannot hold.
+        # 3 ops x 2 placements x 8 sizes, each asking for 2 s (no iteration
+        # cap ends a small size sooner): 96 s of measuring that a 3 s budget
+        # cannot hold.
         budget = 3
         unbudgeted = 3 * 2 * 8 * 2.0
         proc, wall = mpirun(2, "sweep", "--transport", "mpi", "--budget", f"{budget}s", "--min-time-ms", "2000",
-                            "--sizes", "8,1K,4K,16K,64K,256K,1M,4M", "--json", self.json)
+                            "--max-iters", "100000000", "--sizes", "8,1K,4K,16K,64K,256K,1M,4M", "--json", self.json)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
         with open(self.json, encoding="utf-8") as f:
