@@ -263,6 +263,18 @@ class CommandLineHabits(unittest.TestCase):
                 self.assertEqual(len(lines), 1, proc.stderr)
                 self.assertRegex(lines[0], message)
 
+    def test_a_late_lead_still_prints_the_one_line(self):
+        # The lead (rank 0) starts 2 s after the other ranks. They fail the
+        # same command line at once; if they exited at once, mpirun would end
+        # the job before the lead had said why.
+        cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q",
+               "-np", "1", "sh", "-c", 'sleep 2; exec "$0" "$@"', ARGS.binary, "sweep", "--iters", "0", ":",
+               "-np", "3", ARGS.binary, "sweep", "--iters", "0"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+        self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+        lines = [l for l in proc.stderr.splitlines() if l.strip()]
+        self.assertEqual(lines, ["fabricbench: error: --iters 0: must be 1 or above"], proc.stderr)
+
     def test_version_flag(self):
         proc = self.fabricbench("--version")
         self.assertEqual(proc.returncode, 0, proc.stderr)
