@@ -203,6 +203,17 @@ std::vector<SweepRecord> with_nic_wire(std::span<const SweepRecord> records, int
   return out;
 }
 
+bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, double share_s, int warmup) {
+  if (share_s <= 0) return true;
+  // The first point of allgather after a 16 MiB all-reduce's long check was
+  // once skipped on that check's account: only a larger size of the same op
+  // is bound by what the last one took.
+  if (last.bytes == 0 || last.op != op || bytes < last.bytes) return false;
+  const double scale = static_cast<double>(bytes) / static_cast<double>(last.bytes);
+  const double needed = std::max(last.setup_s, last.seconds * scale * (std::max(warmup, 1) + 1));
+  return needed > share_s;
+}
+
 std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
                                    const SweepListener& listener, double seconds, std::vector<Cut>* cuts) {
   const Window phase(seconds);
@@ -215,12 +226,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
   std::size_t measurements_left = points.size() * wanted.size();
   for (const Point& p : points)
     weight_left += static_cast<double>(wanted.size()) * point_weight(counts_for(p.op, p.dtype, p.bytes, n).bytes);
-  // The last measured op's time per iteration and size, to tell before a
-  // warm-up whether the next size can fit at all.
-  std::optional<Op> last_op;
-  double last_seconds = 0;
-  std::size_t last_bytes = 0;
-  double last_setup_s = 0;
+  LastMeasured last;
 
   for (std::size_t index = 0; index < points.size(); ++index) {
     const Point& point = points[index];
@@ -268,14 +274,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
           share = std::max(0.0, phase.left_s()) *
                   std::max(point_weight(counts.bytes) / std::max(weight_left, 1.0),
                            1.0 / static_cast<double>(std::max<std::size_t>(measurements_left, 1)));
-          // What the previous measurement spent before its first batch (the
-          // check and the warm-up) is the least this one needs.
-          double needed = last_setup_s;
-          if (last_op == point.op && last_bytes > 0) {
-            const double scale = std::max(1.0, static_cast<double>(counts.bytes) / static_cast<double>(last_bytes));
-            needed = std::max(needed, last_seconds * scale * (std::max(config.iterations.warmup, 1) + 1));
-          }
-          if (needed > share || share <= 0) share = -1;
+          if (skip_before_warmup(last, point.op, counts.bytes, share, config.iterations.warmup)) share = -1;
         }
         share = comm.broadcast_value(share, 0);
         weight_left -= point_weight(counts.bytes);
@@ -287,12 +286,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
           m = measure_op(config, transport, comm, spec, share);
           // The timed mean, not the warm-up: a cold warm-up alone must not
           // skip the sizes after it.
-          last_setup_s = m.setup_s;
-          if (!m.skipped) {
-            last_op = point.op;
-            last_seconds = m.timing.time_us * 1e-6;
-            last_bytes = counts.bytes;
-          }
+          if (!m.skipped) last = {point.op, counts.bytes, m.timing.time_us * 1e-6, m.setup_s};
         }
         if (share < 0 || m.skipped) {
           r.skipped = "budget: the time left for the sweep holds no warm-up and iteration of this size";

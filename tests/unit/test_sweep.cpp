@@ -19,6 +19,27 @@ TEST(Iterations, FillTheTimeBudgetWithinBounds) {
   EXPECT_EQ(choose_iterations(p, 0.0), 1000);   // unmeasurably fast
 }
 
+TEST(SweepBudget, OnlyALargerSizeOfTheSameOpIsJudgedByTheLastMeasurement) {
+  // The last: a 16 MiB all-reduce, 10 ms an iteration, 2 s of check and
+  // warm-up before its first batch.
+  const LastMeasured last{Op::allreduce, std::size_t{16} << 20, 10e-3, 2.0};
+  // Another op, or a smaller size, is left to its own warm-up.
+  EXPECT_FALSE(skip_before_warmup(last, Op::allgather, 256, 0.5, 1));
+  EXPECT_FALSE(skip_before_warmup(last, Op::allreduce, 1024, 0.5, 1));
+  // A larger all-reduce needs at least the last one's setup...
+  EXPECT_TRUE(skip_before_warmup(last, Op::allreduce, std::size_t{32} << 20, 1.9, 1));
+  EXPECT_FALSE(skip_before_warmup(last, Op::allreduce, std::size_t{32} << 20, 2.1, 1));
+  // ...and a warm-up and an iteration at its time scaled by size: 64 MiB is
+  // 40 ms an iteration, 5 warm-ups and one iteration 240 ms.
+  const LastMeasured quick{Op::allreduce, std::size_t{16} << 20, 10e-3, 0.01};
+  EXPECT_TRUE(skip_before_warmup(quick, Op::allreduce, std::size_t{64} << 20, 0.2, 5));
+  EXPECT_FALSE(skip_before_warmup(quick, Op::allreduce, std::size_t{64} << 20, 0.3, 5));
+  // Nothing measured yet: only an empty share skips.
+  EXPECT_FALSE(skip_before_warmup(LastMeasured{}, Op::allreduce, 8, 1e-3, 1));
+  EXPECT_TRUE(skip_before_warmup(LastMeasured{}, Op::allreduce, 8, 0.0, 1));
+  EXPECT_TRUE(skip_before_warmup(last, Op::allgather, 256, -1.0, 1));
+}
+
 TEST(Iterations, FixedCountWins) {
   IterationPolicy p;
   p.fixed_iters = 42;

@@ -55,6 +55,22 @@ struct SweepListener {
   std::function<void(const SweepRecord&, std::size_t done, std::size_t total)> on_progress;
 };
 
+// The last measurement a sweep made, for telling whether the next can fit
+// before spending a warm-up on it.
+struct LastMeasured {
+  Op op = Op::allreduce;
+  std::size_t bytes = 0;  // 0: nothing measured yet
+  double seconds = 0;     // its time per iteration
+  double setup_s = 0;     // what it spent before its first batch (check, warm-up)
+};
+
+// Whether a point of `op` at `bytes` with `share_s` seconds is skipped
+// before its warm-up: when the share is empty, or the last measurement was
+// of the same op at a size no larger and this one, scaled from it, needs
+// more than the share (its setup, or `warmup` + 1 iterations). Another op
+// or a smaller size is bound by neither, and is left to its warm-up.
+bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, double share_s, int warmup);
+
 // Runs the sweep on every rank of `comm` (the same group as the transport).
 // Returns the records on rank 0 (empty elsewhere).
 // `seconds` (read on rank 0) bounds the whole sweep: each point gets an even
