@@ -198,7 +198,7 @@ class RunPipeline {
       if (lead_) finish();
       return exit_ok;
     }
-    if (lead_ && config_.budget_s) result_.budget = BudgetRecord{*config_.budget_s, {}, {}};
+    if (lead_ && config_.budget_s) result_.budget = BudgetRecord{*config_.budget_s, std::nullopt, {}, {}};
     if (lead_) save(config_, result_, started_, last_);  // a valid (empty, incomplete) file from the start
     // The earliest useful answer first: a quick pass over node pairs names a
     // slow host within seconds, before the sweeps, the ladder and the full
@@ -394,6 +394,16 @@ class RunPipeline {
                                     OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
     health.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     write_health(health, std::cout);
+    // Shares are read on rank 0 only, so its budget alone is shortened.
+    if (config_.on_finding == OnFinding::halve && budget_.limited() && !health.findings.empty() && result_.budget) {
+      const double left = budget_.remaining_s();
+      budget_.shorten(0.5);
+      result_.budget->shortened_at_s = health.seconds;
+      std::cout << fmt::format(
+          "# budget: a host is named; the rest of the run keeps half of the {:.1f} s left "
+          "(--on-finding halve)\n",
+          left);
+    }
     std::cout << std::flush;
     result_.findings = health.findings;  // until the full matrix, if it runs whole, replaces them
     result_.health = std::move(health);
@@ -605,7 +615,7 @@ class RunPipeline {
   LastSaved last_;
   const bool lead_ = world_.rank() == 0;
   const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-  const Budget budget_{config_.budget_s, started_};
+  Budget budget_{config_.budget_s, started_};  // shortened on rank 0 only (--on-finding halve)
   Layout layout_;
   std::unique_ptr<Transport> transport_;
   RunResult result_;

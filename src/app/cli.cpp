@@ -146,6 +146,7 @@ struct RawOptions {
   double max_time_ms = defaults().iterations.max_time_ms;
   std::string budget;  // empty: no budget
   bool no_health = !defaults().health;
+  std::string on_finding{choice_name(defaults().on_finding)};
   // --check, --no-check and -c N each say whether to check, in the order
   // the options are defined: two that disagree are refused.
   std::vector<std::pair<std::string, bool>> check_votes;
@@ -332,6 +333,12 @@ void add_budget_option(CLI::App& cmd, RawOptions& o, Command) {
 
 void add_health_option(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_flag("--no-health", o.no_health, "Skip the quick pass over node pairs before the sweep (several nodes)");
+  cmd.add_option("--on-finding", o.on_finding,
+                 with_default(fmt::format("With --budget, once the quick pass names a slow host or link: {} the rest "
+                                          "of the budget (halve: the verdict is known, half of what is left shows its "
+                                          "extent; the default with --profile smoke)",
+                                          choices_of<OnFinding>()),
+                              o.on_finding));
 }
 
 void add_label_option(CLI::App& cmd, RawOptions& o, Command) {
@@ -700,6 +707,7 @@ void apply_profile(const CLI::App& cmd, RawOptions& o) {
   if (unset("--scale-bytes")) o.scale_bytes = "4M";
   if (unset("--max-time-ms")) o.max_time_ms = 25;
   if (unset("--budget")) o.budget = "60s";
+  if (unset("--on-finding")) o.on_finding = "halve";
   o.check_votes.clear();
 }
 
@@ -964,6 +972,9 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
           fmt::format("--budget: '{}' is not a duration above 0 (seconds, or with s, m or h: 90s, 5m)", o.budget));
   }
   c.health = !o.no_health;
+  c.on_finding = parse_choice_flag<OnFinding>("--on-finding", o.on_finding);
+  if (c.on_finding == OnFinding::halve && !c.budget_s)
+    throw UsageError("--on-finding halve: only with --budget (it halves what the budget has left)");
   c.check = check_from(o);
   c.rank_time = parse_choice_flag<RankTime>("-a/--rank-time", o.rank_time);
   c.inplace = parse_choice_flag<InPlaceChoice>("--inplace", o.inplace);

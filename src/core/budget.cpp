@@ -41,6 +41,12 @@ double Budget::remaining_s(SteadyClock::time_point now) const {
   return std::max(0.0, *seconds_ - std::chrono::duration<double>(now - start_).count());
 }
 
+void Budget::shorten(double fraction, SteadyClock::time_point now) {
+  if (!seconds_) return;
+  const double elapsed = std::chrono::duration<double>(now - start_).count();
+  seconds_ = elapsed + remaining_s(now) * std::clamp(fraction, 0.0, 1.0);
+}
+
 double Budget::share_s(Phase phase, const std::vector<Phase>& later, SteadyClock::time_point now) const {
   if (!seconds_) return unlimited_seconds;
   double total = weight(phase) + reserve_weight;

@@ -46,6 +46,19 @@ TEST(Budget, SharesWhatRemainsByWeightWithAReserve) {
   EXPECT_EQ(budget.share_s(Phase::pairs, {}, start + std::chrono::seconds(120)), 0.0);
 }
 
+TEST(Budget, ShortenKeepsAFractionOfWhatRemains) {
+  const auto start = SteadyClock::now();
+  Budget budget(60.0, start);
+  const auto at = start + std::chrono::seconds(4);
+  budget.shorten(0.5, at);  // 56 s left: 28 kept, the deadline at 32 s
+  EXPECT_NEAR(budget.seconds(), 32.0, 1e-9);
+  EXPECT_NEAR(budget.remaining_s(at), 28.0, 1e-9);
+  EXPECT_NEAR(budget.share_s(Phase::pairs, {}, at), 28.0 * 2 / 3, 1e-9);
+  Budget none;
+  none.shorten(0.5, at);
+  EXPECT_FALSE(none.limited());
+}
+
 TEST(Precision, HalfWidthShrinksWithSamplesAndIsInfiniteBelowTwo) {
   EXPECT_TRUE(std::isinf(relative_half_width(std::vector<double>{})));
   EXPECT_TRUE(std::isinf(relative_half_width(std::vector<double>{1.0})));

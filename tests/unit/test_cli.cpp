@@ -32,6 +32,18 @@ TEST(Cli, NoSubcommandMeansRunWithDefaults) {
   EXPECT_EQ(parse({"-b", "1K"}).command, Command::run);
 }
 
+TEST(Cli, OnFindingKeepsTheBudgetUnlessTheSmokeProfileOrTheFlagHalvesIt) {
+  EXPECT_EQ(parse({"run"}).on_finding, OnFinding::keep);
+  EXPECT_EQ(parse({"run", "--budget", "5m"}).on_finding, OnFinding::keep);
+  EXPECT_EQ(parse({"run", "--budget", "5m", "--on-finding", "halve"}).on_finding, OnFinding::halve);
+  const RunConfig smoke = parse({"run", "--profile", "smoke"});
+  EXPECT_EQ(smoke.on_finding, OnFinding::halve);
+  EXPECT_EQ(smoke.budget_s, 60.0);
+  EXPECT_EQ(parse({"run", "--profile", "smoke", "--on-finding", "keep"}).on_finding, OnFinding::keep);
+  EXPECT_THROW(parse({"run", "--on-finding", "halve"}), UsageError);   // no budget to halve
+  EXPECT_THROW(parse({"sweep", "--on-finding", "keep"}), UsageError);  // run's option: sweep has no health pass
+}
+
 TEST(Cli, SweepOptions) {
   const RunConfig c = parse(
       {"sweep",       "-b",          "8",         "-e",   "64M",    "-f",     "4",       "--ops", "allreduce,alltoall",

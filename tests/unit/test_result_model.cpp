@@ -139,7 +139,7 @@ RunResult fully_populated() {
   r.findings.push_back({FindingKind::slow_link, {0, 1}, {"a", "b"}, 10, 20, "slow link a -> b"});
   r.health = HealthResult{1 << 20, 8, 1.5, r.findings};
   r.budget =
-      BudgetRecord{60, {{Phase::health, 6, 1.5}, {Phase::pairs, 20, 20}}, {{Phase::pairs, "round 1", "skipped"}}};
+      BudgetRecord{60, 1.5, {{Phase::health, 6, 1.5}, {Phase::pairs, 20, 20}}, {{Phase::pairs, "round 1", "skipped"}}};
   ModelParallelResult mp;
   mp.tp = 1;
   mp.pp = 2;

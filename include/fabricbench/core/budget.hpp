@@ -44,6 +44,9 @@ struct PhaseSpend {
 // The budget as the result file records it.
 struct BudgetRecord {
   double seconds = 0;
+  // When the health pass named a host and --on-finding halve kept half of
+  // what was left: the seconds into the run at which it did.
+  std::optional<double> shortened_at_s;
   std::vector<PhaseSpend> phases;
   std::vector<Cut> cuts;
 };
@@ -63,6 +66,9 @@ class Budget {
   // the next. Unlimited without a budget.
   [[nodiscard]] double share_s(Phase phase, const std::vector<Phase>& later,
                                SteadyClock::time_point now = SteadyClock::now()) const;
+
+  // Keeps `fraction` of what remains at `now`: the deadline moves closer.
+  void shorten(double fraction, SteadyClock::time_point now = SteadyClock::now());
 
   // The weights: health 1, sweep 4, ladder 2, GPU ladder 1, pairs 2, reserve 1.
   static double weight(Phase phase);

@@ -21,6 +21,10 @@ enum class ProgressChoice { automatic, on, off };
 // nccl-tests' -a: rank 0's, the mean (the default), the fastest or the
 // slowest rank's. The mean, min and max are recorded whatever the choice.
 enum class RankTime { rank0, mean, min, max };
+// What a budgeted run does with the rest of its budget once the quick health
+// pass has named a slow host or link (`--on-finding`): keep it all, or keep
+// half of what is left (the verdict is known; the rest shows its extent).
+enum class OnFinding { keep, halve };
 enum class Command { run, sweep, version, scale, p2p, topo, report, storage };
 
 struct IterationPolicy {
@@ -183,6 +187,7 @@ struct RunConfig {
   // The whole run ends within this many seconds (`--budget`); nullopt: no limit.
   std::optional<double> budget_s;
   bool health = true;  // a quick pass over node pairs before the sweep (run, several nodes)
+  OnFinding on_finding = OnFinding::keep;
 };
 
 std::vector<Placement> placements(InPlaceChoice choice);
@@ -197,6 +202,7 @@ struct ChoiceName {
 std::span<const ChoiceName<TransportChoice>> choice_names(TransportChoice);
 std::span<const ChoiceName<InPlaceChoice>> choice_names(InPlaceChoice);
 std::span<const ChoiceName<ProgressChoice>> choice_names(ProgressChoice);
+std::span<const ChoiceName<OnFinding>> choice_names(OnFinding);
 // rank0, mean, min, max; also nccl-tests' -a numbers 0, 1, 2, 3.
 std::span<const ChoiceName<RankTime>> choice_names(RankTime);
 

@@ -402,6 +402,7 @@ template <class Self, class Field>
 requires std::same_as<std::remove_const_t<Self>, BudgetRecord>
 void fields_of(Self& b, Field&& field) {
   field("seconds", b.seconds);
+  field("shortened_at_s", fields::omitted(b.shortened_at_s));
   field("phases", b.phases);
   field("cuts", b.cuts);
 }
