@@ -128,12 +128,13 @@ part_throttle() {
   named=$(json_field "$WORK/throttled.json" '[f["hosts"] for f in d["findings"]]')
   python3 - "$healthy" "$throttled" "$named" \
     "$(json_field "$WORK/throttled.json" 'len(d["budget"]["cuts"])')" \
-    "$(json_field "$WORK/throttled.json" 'd["health"]["seconds"]')" <<'PY'
+    "$(json_field "$WORK/throttled.json" 'd["health"]["seconds"]')" \
+    "$(json_field "$WORK/healthy.json" 'len(d["budget"]["cuts"])')" <<'PY'
 import sys
 healthy, throttled = float(sys.argv[1]), float(sys.argv[2])
-print(f"# throttle: run --profile smoke on 4 hosts x 2 ranks (budget 60 s)")
-print(f"  healthy {healthy:.1f} s; node2 at 100 Mbit/s {throttled:.1f} s ({sys.argv[4]} cut; named {sys.argv[3]} "
-      f"{float(sys.argv[5]):.1f} s into the run)")
+print(f"# throttle: run --profile smoke on 4 hosts x 2 ranks (budget 60 s, --on-finding halve)")
+print(f"  healthy {healthy:.1f} s ({sys.argv[6]} cut); node2 at 100 Mbit/s {throttled:.1f} s ({sys.argv[4]} cut; "
+      f"named {sys.argv[3]} {float(sys.argv[5]):.1f} s into the run)")
 print(f"  ratio throttled/healthy: {throttled / healthy:.2f} (goal <= 1.5)")
 PY
 }

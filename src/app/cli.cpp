@@ -447,7 +447,7 @@ void add_gate_options(CLI::App& cmd, RawOptions& o, Command) {
 void add_profile_option(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--profile", o.profile,
                  "smoke: a short suite for CI (16 B..16 MiB x4; allreduce, allgather, sendrecv; 5 ms per size; "
-                 "data checked; ladder and pairs at 4 MiB; a 60 s --budget)");
+                 "data checked; ladder and pairs at 4 MiB; a 60 s --budget, --on-finding halve)");
 }
 
 void add_topo_output_options(CLI::App& cmd, RawOptions& o, Command) {
