@@ -47,9 +47,15 @@ RunResult result_from_json(const nlohmann::json& document, const std::string& la
 RunResult read_result_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  std::ostringstream text;
-  text << in.rdbuf();
-  return result_from_json(parse_bounded_json(text.str(), path), path);
+  json document;
+  {
+    // The text is let go once parsed: a large file's text, document and
+    // result are then never in memory all at once.
+    std::ostringstream text;
+    text << in.rdbuf();
+    document = parse_bounded_json(std::move(text).str(), path);
+  }
+  return result_from_json(document, path);
 }
 
 }  // namespace fabricbench

@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/json_layout.hpp"
 #include "fabricbench/model/result_consistency.hpp"
 #include "fabricbench/model/result_fields.hpp"
 #include "fabricbench/model/result_json.hpp"
@@ -193,6 +194,6 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   return r;
 }
 
-void write_json(const RunResult& result, std::ostream& out) { out << to_json(result).dump(2) << '\n'; }
+void write_json(const RunResult& result, std::ostream& out) { write_json_layout(to_json(result), out); }
 
 }  // namespace fabricbench

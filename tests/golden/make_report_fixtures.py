@@ -114,6 +114,46 @@ def run(hosts, scale, start, link_bw, slow_link=None, h2d=53.0, rate=400.0, dura
     return {key: doc[key] for key in order if key in doc}
 
 
+LINE_LIMIT = 100
+
+
+def scalar(v):
+    return json.dumps(v, ensure_ascii=False)
+
+
+def is_scalar(v):
+    return not isinstance(v, (dict, list)) or not v
+
+
+def layout(v, depth=0):
+    """The writer's layout (src/core/json_layout.cpp): indented by 2, a container
+    of scalars on one line when it fits in 100 characters, a longer array of
+    scalars packed as many to a line as fit."""
+    if is_scalar(v):
+        return scalar(v)
+    items = list(v.items()) if isinstance(v, dict) else list(v)
+    if all(is_scalar(x[1] if isinstance(v, dict) else x) for x in items):
+        parts = [f"{scalar(k)}: {scalar(x)}" for k, x in items] if isinstance(v, dict) else [scalar(x) for x in items]
+        line = ("{" if isinstance(v, dict) else "[") + ", ".join(parts) + ("}" if isinstance(v, dict) else "]")
+        if len(line) <= LINE_LIMIT:
+            return line
+    inner, outer = "  " * (depth + 1), "  " * depth
+    if isinstance(v, list) and all(is_scalar(x) for x in v):
+        lines, width = [], 0
+        for x in (scalar(x) for x in v):
+            if lines and width + len(x) + 2 <= LINE_LIMIT:
+                lines[-1] += ", " + x
+                width += len(x) + 2
+            else:
+                lines.append(x)
+                width = len(x)
+        return "[\n" + inner + (",\n" + inner).join(lines) + "\n" + outer + "]"
+    if isinstance(v, dict):
+        body = [f"{scalar(k)}: {layout(x, depth + 1)}" for k, x in items]
+        return "{\n" + inner + (",\n" + inner).join(body) + "\n" + outer + "}"
+    return "[\n" + inner + (",\n" + inner).join(layout(x, depth + 1) for x in items) + "\n" + outer + "]"
+
+
 def main():
     a = run(["a-node-1", "a-node-2"], 1.0, "2026-01-05T10:00:00Z", 376.0)
     a2 = run(["a-node-1", "a-node-2"], 0.96, "2026-01-05T11:00:00Z", 372.0, duration=97.25)
@@ -122,8 +162,7 @@ def main():
                                        "detail": "host-to-device 41.0 GB/s, below 75% of the peers' median"})
     for name, doc in (("run_a.json", a), ("run_a2.json", a2), ("run_b.json", b)):
         with open(name, "w", encoding="utf-8") as f:
-            json.dump(doc, f, indent=2)
-            f.write("\n")
+            f.write(layout(doc) + "\n")
 
 
 if __name__ == "__main__":

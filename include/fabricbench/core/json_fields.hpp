@@ -177,7 +177,11 @@ enum class Mode { strict, lenient };
 }
 
 inline std::string join(const std::string& path, std::string_view key) {
-  return path.empty() ? std::string(key) : fmt::format("{}/{}", path, key);
+  std::string out;
+  out.reserve(path.size() + 1 + key.size());
+  if (!path.empty()) (out += path) += '/';
+  out += key;
+  return out;
 }
 
 template <class T>
