@@ -10,9 +10,14 @@
 // oneOf, not. Annotations (title, description, $id, $schema) are ignored.
 // A keyword outside that subset is refused when the validator is built, so a
 // schema change cannot silently weaken the check.
+//
+// The constructor compiles the schema once into plain nodes (each keyword
+// parsed and worded, each $ref pointing at its target's node, recursion
+// allowed); validate() walks those nodes, never the schema's JSON, and writes
+// an error's path only when it records the error. Copies share the compiled
+// nodes, so a copy is cheap and outlives the validator it was copied from.
 
 #include <cstddef>
-#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -22,7 +27,9 @@
 
 namespace fabricbench {
 
-class SchemaPattern;
+namespace schema_detail {
+struct Compiled;  // the schema as nodes (schema_validate.cpp)
+}  // namespace schema_detail
 
 struct SchemaError {
   std::string path;     // JSON pointer-like, "records/3/busbw_gbs"; empty for the document root
@@ -32,17 +39,15 @@ struct SchemaError {
 class SchemaValidator {
  public:
   // Throws std::invalid_argument when the schema uses a keyword outside the
-  // subset, or a $ref that does not resolve.
+  // subset, a pattern outside the pattern subset, or a $ref that does not
+  // resolve (or only leads through $refs back to itself).
   explicit SchemaValidator(nlohmann::json schema);
 
   // The first `max_errors` errors, in document order; empty when valid.
   [[nodiscard]] std::vector<SchemaError> validate(const nlohmann::json& document, std::size_t max_errors = 10) const;
 
  private:
-  nlohmann::json schema_;
-  // The compiled `pattern`s, by text (std::regex recurses per character of
-  // the text it matches; these do not).
-  std::shared_ptr<std::map<std::string, SchemaPattern>> patterns_;
+  std::shared_ptr<const schema_detail::Compiled> compiled_;  // never changed after the constructor
 };
 
 // The text of src/schema/result.schema.json as built into the binary.
