@@ -103,43 +103,91 @@ void write_packed(const ojson& v, std::ostream& out, int depth, std::string& lin
   out << '\n' << std::string(static_cast<std::size_t>(2 * depth), ' ') << ']';
 }
 
-void write_value(const ojson& v, std::ostream& out, int depth, std::string& line) {
-  if (!v.is_structured() || v.empty()) {
-    line.clear();
-    append_scalar(line, v);
-    out << line;
-    return;
-  }
-  if (one_line(v, line)) {
-    out << line;
-    return;
-  }
-  const bool object = v.is_object();
-  if (!object && all_scalars(v)) {
-    write_packed(v, out, depth, line);
-    return;
-  }
-  const std::string inner(static_cast<std::size_t>(2 * (depth + 1)), ' ');
-  out << (object ? '{' : '[');
-  bool first = true;
-  for (auto it = v.begin(); it != v.end(); ++it) {
-    out << (first ? "\n" : ",\n") << inner;
-    first = false;
-    if (object) {
-      line.clear();
-      append_quoted(line, it.key());
-      out << line << ": ";
+class LayoutWriter {
+ public:
+  LayoutWriter(std::ostream& out, std::span<const StreamedArray> streamed) : out_(out), streamed_(streamed) {}
+
+  void value(const ojson& v, int depth) {
+    if (!v.is_structured() || v.empty()) {
+      line_.clear();
+      append_scalar(line_, v);
+      out_ << line_;
+      return;
     }
-    write_value(*it, out, depth + 1, line);
+    if (one_line(v, line_)) {
+      out_ << line_;
+      return;
+    }
+    const bool object = v.is_object();
+    if (!object && all_scalars(v)) {
+      write_packed(v, out_, depth, line_);
+      return;
+    }
+    const std::string inner(static_cast<std::size_t>(2 * (depth + 1)), ' ');
+    out_ << (object ? '{' : '[');
+    bool first = true;
+    for (auto it = v.begin(); it != v.end(); ++it) {
+      out_ << (first ? "\n" : ",\n") << inner;
+      first = false;
+      if (!object) {
+        value(*it, depth + 1);
+        continue;
+      }
+      line_.clear();
+      append_quoted(line_, it.key());
+      out_ << line_ << ": ";
+      path_.push_back(&it.key());
+      if (const StreamedArray* s = streamed_here()) {
+        stream(*s, depth + 1);
+      } else {
+        value(*it, depth + 1);
+      }
+      path_.pop_back();
+    }
+    out_ << '\n' << std::string(static_cast<std::size_t>(2 * depth), ' ') << (object ? '}' : ']');
   }
-  out << '\n' << std::string(static_cast<std::size_t>(2 * depth), ' ') << (object ? '}' : ']');
-}
+
+ private:
+  [[nodiscard]] const StreamedArray* streamed_here() const {
+    if (inside_) return nullptr;  // nothing inside a streamed element is streamed
+    for (const StreamedArray& s : streamed_) {
+      if (s.path.size() == path_.size() &&
+          std::equal(s.path.begin(), s.path.end(), path_.begin(),
+                     [](const std::string& a, const std::string* b) { return a == *b; }))
+        return &s;
+    }
+    return nullptr;
+  }
+
+  // As value() lays out an array of non-empty containers: one element after
+  // another, each on its own line or lines.
+  void stream(const StreamedArray& s, int depth) {
+    const std::string inner(static_cast<std::size_t>(2 * (depth + 1)), ' ');
+    inside_ = true;
+    bool first = true;
+    s.each([&](const ojson& element) {
+      out_ << (first ? "[\n" : ",\n") << inner;
+      first = false;
+      value(element, depth + 1);
+    });
+    inside_ = false;
+    if (first)
+      out_ << "[]";
+    else
+      out_ << '\n' << std::string(static_cast<std::size_t>(2 * depth), ' ') << ']';
+  }
+
+  std::ostream& out_;
+  std::span<const StreamedArray> streamed_;
+  std::vector<const std::string*> path_;  // the object keys from the root to here
+  bool inside_ = false;                   // writing a streamed array's element
+  std::string line_;
+};
 
 }  // namespace
 
-void write_json_layout(const ojson& document, std::ostream& out) {
-  std::string line;
-  write_value(document, out, 0, line);
+void write_json_layout(const ojson& document, std::ostream& out, std::span<const StreamedArray> streamed) {
+  LayoutWriter(out, streamed).value(document, 0);
   out << '\n';
 }
 

@@ -4,7 +4,9 @@
 // status, the projection (its input and points share one object) and the
 // pair matrices (a matrix is written as its list of measured links).
 
+#include <functional>
 #include <ostream>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -56,8 +58,8 @@ ScaleResult scaling_from_json(const json& j) {
 
 // ---- pairs: a matrix as the list of its measured links --------------------
 
-ojson matrix_to_json(const PairMatrix& m) {
-  ojson links = ojson::array();
+// Each measured link of `m` as its JSON object, in order.
+void for_each_link(const PairMatrix& m, const std::function<void(const ojson&)>& put) {
   for (int from = 0; from < m.size; ++from) {
     for (int to = 0; to < m.size; ++to) {
       if (from == to || (!m.bw(from, to) && !m.lat(from, to))) continue;
@@ -66,11 +68,41 @@ ojson matrix_to_json(const PairMatrix& m) {
       link["to"] = to;
       link["bandwidth_gbs"] = to_value(m.bw(from, to));
       link["latency_us"] = to_value(m.lat(from, to));
-      links.push_back(link);
+      put(link);
     }
   }
+}
+
+bool has_links(const PairMatrix& m) {
+  bool any = false;
+  for (int from = 0; from < m.size && !any; ++from)
+    for (int to = 0; to < m.size && !any; ++to) any = from != to && (m.bw(from, to) || m.lat(from, to));
+  return any;
+}
+
+ojson matrix_to_json(const PairMatrix& m) {
+  ojson links = ojson::array();
+  for_each_link(m, [&links](const ojson& link) { links.push_back(link); });
   return links;
 }
+
+// One node's links within it, as `pairs.intra_node` lists them.
+ojson intra_node_to_json(const PairsResult& p, std::size_t n) {
+  ojson node;
+  node["node"] = n;
+  node["host"] = n < p.hosts.size() ? p.hosts[n] : std::string();
+  node["links"] = matrix_to_json(p.intra[n]);
+  return node;
+}
+
+// What the writer streams rather than holds (core/json_layout.hpp): the
+// arrays that grow with the cluster. The document gets a placeholder for
+// each that is not empty.
+const ojson streamed_placeholder = ojson::array({nullptr});
+
+bool streams_links(const PairsResult& p) { return has_links(p.nodes); }
+bool streams_intra(const PairsResult& p) { return !p.intra.empty(); }
+bool streams_nodes(const ClusterTopology& t) { return !t.nodes.empty(); }
 
 PairMatrix matrix_from_json(const json& links, int size, const std::string& path) {
   PairMatrix m(size);
@@ -87,7 +119,7 @@ PairMatrix matrix_from_json(const json& links, int size, const std::string& path
   return m;
 }
 
-ojson pairs_to_json(const PairsResult& p) {
+ojson pairs_to_json(const PairsResult& p, bool streamed) {
   ojson j;
   j["bytes"] = p.bytes;
   j["small_bytes"] = p.small_bytes;
@@ -97,16 +129,14 @@ ojson pairs_to_json(const PairsResult& p) {
   j["rounds_planned"] = p.rounds_planned;
   j["ranks_per_node"] = p.ranks_per_node;
   j["hosts"] = p.hosts;
-  j["links"] = matrix_to_json(p.nodes);
-  ojson intra = ojson::array();
-  for (std::size_t n = 0; n < p.intra.size(); ++n) {
-    ojson node;
-    node["node"] = n;
-    node["host"] = n < p.hosts.size() ? p.hosts[n] : std::string();
-    node["links"] = matrix_to_json(p.intra[n]);
-    intra.push_back(node);
+  j["links"] = streamed && streams_links(p) ? streamed_placeholder : matrix_to_json(p.nodes);
+  if (streamed && streams_intra(p)) {
+    j["intra_node"] = streamed_placeholder;
+  } else {
+    ojson intra = ojson::array();
+    for (std::size_t n = 0; n < p.intra.size(); ++n) intra.push_back(intra_node_to_json(p, n));
+    j["intra_node"] = intra;
   }
-  j["intra_node"] = intra;
   j["wrong"] = p.wrong;
   return j;
 }
@@ -133,9 +163,8 @@ PairsResult pairs_from_json(const json& j) {
   return p;
 }
 
-}  // namespace
-
-nlohmann::ordered_json to_json(const RunResult& result) {
+// The document; with `streamed`, placeholders where write_json streams.
+ojson document(const RunResult& result, bool streamed) {
   ojson doc;
   doc["schema"] = result_schema_id;
   doc["tool"] = to_value(result.tool);
@@ -150,11 +179,14 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   if (!result.end_reason.empty()) status["reason"] = result.end_reason;
   doc["status"] = status;
   doc["records"] = to_value(result.records);
-  if (result.topology) doc["topology"] = topology_to_json(*result.topology);
+  if (result.topology)
+    doc["topology"] = streamed && streams_nodes(*result.topology)
+                          ? topology_to_json(*result.topology, streamed_placeholder)
+                          : topology_to_json(*result.topology);
   if (result.scaling) doc["scaling"] = scaling_to_json(*result.scaling);
   if (result.gpu_ladder) doc["gpu_ladder"] = to_value(*result.gpu_ladder);
   if (result.p2p_sweep) doc["p2p_sweep"] = to_value(*result.p2p_sweep);
-  if (result.pairs) doc["pairs"] = pairs_to_json(*result.pairs);
+  if (result.pairs) doc["pairs"] = pairs_to_json(*result.pairs, streamed);
   if (result.pairs || result.health) doc["findings"] = to_value(result.findings);
   if (result.health) doc["health"] = to_value(*result.health);
   if (result.budget) doc["budget"] = to_value(*result.budget);
@@ -164,6 +196,10 @@ nlohmann::ordered_json to_json(const RunResult& result) {
   if (result.storage) doc["storage"] = to_value(*result.storage);
   return doc;
 }
+
+}  // namespace
+
+nlohmann::ordered_json to_json(const RunResult& result) { return document(result, false); }
 
 RunResult result_from_valid_json(const nlohmann::json& doc) {
   RunResult r;
@@ -194,6 +230,23 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   return r;
 }
 
-void write_json(const RunResult& result, std::ostream& out) { write_json_layout(to_json(result), out); }
+// The arrays that grow with the cluster are made one element at a time as
+// they are written: at 512 nodes the document is otherwise millions of nodes
+// (261,632 pair links, 512 node records of 8 GPUs x 18 NVLinks).
+void write_json(const RunResult& result, std::ostream& out) {
+  std::vector<StreamedArray> streamed;
+  if (result.topology && streams_nodes(*result.topology))
+    streamed.push_back({{"topology", "nodes"}, [&result](const auto& put) {
+                          for (const NodeTopology& node : result.topology->nodes) put(node_to_json(node));
+                        }});
+  if (result.pairs && streams_links(*result.pairs))
+    streamed.push_back({{"pairs", "links"}, [&result](const auto& put) { for_each_link(result.pairs->nodes, put); }});
+  if (result.pairs && streams_intra(*result.pairs))
+    streamed.push_back({{"pairs", "intra_node"}, [&result](const auto& put) {
+                          for (std::size_t n = 0; n < result.pairs->intra.size(); ++n)
+                            put(intra_node_to_json(*result.pairs, n));
+                        }});
+  write_json_layout(document(result, true), out, streamed);
+}
 
 }  // namespace fabricbench

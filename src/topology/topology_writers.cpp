@@ -331,6 +331,29 @@ NodeConfig config_from_json(const nlohmann::json& j) {
 
 nlohmann::ordered_json topology_to_json(const ClusterTopology& cluster) { return fields::to_value(cluster); }
 
+namespace {
+// A field writer that puts a placeholder where one member would go.
+struct WriterWithout {
+  fields::Writer inner;
+  std::string_view left_out;
+  const nlohmann::ordered_json& placeholder;
+  template <class T>
+  void operator()(const char* key, const T& value) const {
+    if (key == left_out)
+      inner.out[key] = placeholder;
+    else
+      inner(key, value);
+  }
+};
+}  // namespace
+
+nlohmann::ordered_json topology_to_json(const ClusterTopology& cluster,
+                                        const nlohmann::ordered_json& nodes_placeholder) {
+  nlohmann::ordered_json out = nlohmann::ordered_json::object();
+  fields_of(cluster, WriterWithout{fields::Writer{out}, "nodes", nodes_placeholder});
+  return out;
+}
+
 ClusterTopology topology_from_json(const nlohmann::json& j) {
   ClusterTopology cluster;
   if (!j.is_object()) return cluster;

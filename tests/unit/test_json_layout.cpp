@@ -7,6 +7,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -100,6 +101,30 @@ TEST(JsonLayout, ReadsBackAsTheSameDocument) {
   }
   EXPECT_EQ(ojson::parse(laid_out(doc)), doc);
   EXPECT_EQ(parse_bounded_json(laid_out(doc), "f.json"), json::parse(doc.dump()));
+}
+
+TEST(JsonLayout, StreamedArraysAreLaidOutAsIfTheDocumentHeldThem) {
+  const ojson placeholder = ojson::array({nullptr});
+  const ojson links = ojson::array({{{"from", 0}, {"to", 1}}, {{"from", 1}, {"to", 0}}});
+  const auto stream_links = [&links](const auto& put) {
+    for (const ojson& link : links) put(link);
+  };
+  ojson whole;
+  whole["pairs"] = {{"bytes", 8}, {"links", links}};
+  whole["other"] = {{"links", links}};  // the same key elsewhere: not streamed
+  ojson held = whole;
+  held["pairs"]["links"] = placeholder;
+  const std::vector<StreamedArray> streamed{{{"pairs", "links"}, stream_links}};
+  std::ostringstream out;
+  write_json_layout(held, out, streamed);
+  EXPECT_EQ(out.str(), laid_out(whole));
+  // Nothing streamed: "[]" in its place, the same document (the parent was
+  // laid out for a non-empty array, so callers stream only those).
+  whole["pairs"]["links"] = ojson::array();
+  std::ostringstream none;
+  write_json_layout(held, none, std::vector<StreamedArray>{{{"pairs", "links"}, [](const auto&) {}}});
+  EXPECT_NE(none.str().find("\"links\": []"), std::string::npos);
+  EXPECT_EQ(ojson::parse(none.str()), whole);
 }
 
 TEST(ParseBoundedJson, BuildsWhatJsonParseBuilds) {

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/json_layout.hpp"
 #include "fabricbench/model/reader.hpp"
 #include "fabricbench/model/result_csv.hpp"
 #include "fabricbench/model/schema_validate.hpp"
@@ -434,6 +435,35 @@ TEST(ResultModel, FullyPopulatedResultRoundTripsThroughReadAndWrite) {
   EXPECT_EQ(back.run.rank_time, RankTime::max);
   ASSERT_TRUE(back.p2p_sweep);
   EXPECT_EQ(back.p2p_sweep->records.at(1).test, P2PTest::bibandwidth);
+}
+
+// write_json streams the node records, the pair links and the links
+// within each node; the text is the whole document laid out all the same,
+// with each of them present, empty or absent.
+TEST(ResultModel, TheStreamedFileIsTheDocumentLaidOut) {
+  const auto both_ways = [](const RunResult& r) {
+    std::ostringstream streamed;
+    write_json(r, streamed);
+    std::ostringstream whole;
+    write_json_layout(to_json(r), whole);
+    EXPECT_EQ(streamed.str(), whole.str());
+    return streamed.str();
+  };
+  RunResult r = fully_populated();
+  const std::string text = both_ways(r);
+  EXPECT_NE(text.find("\"links\": [\n"), std::string::npos);
+  EXPECT_NE(text.find("\"nodes\": [\n"), std::string::npos);
+  r.pairs->nodes = PairMatrix(2);  // no link measured
+  r.pairs->intra.clear();
+  r.topology->nodes.clear();
+  const std::string empty = both_ways(r);
+  EXPECT_NE(empty.find("\"links\": []"), std::string::npos);
+  EXPECT_NE(empty.find("\"intra_node\": []"), std::string::npos);
+  EXPECT_NE(empty.find("\"nodes\": []"), std::string::npos);
+  r.pairs.reset();
+  r.topology.reset();
+  both_ways(r);
+  for (const char* name : {"run_a.json", "run_b.json"}) both_ways(read_result_file(golden_path(name)));
 }
 
 TEST(ResultModel, GoldenFilesRoundTripByteForByte) {

@@ -8,12 +8,29 @@
 // whole in memory. Scalars are nlohmann's own text (same numbers, same
 // escapes, the same refusal of invalid UTF-8).
 
+#include <functional>
 #include <ostream>
+#include <span>
+#include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
 namespace fabricbench {
 
-void write_json_layout(const nlohmann::ordered_json& document, std::ostream& out);
+// An array whose elements are made one at a time as they are written, so a
+// large one (261,632 pair links, 512 node records) is never a tree in memory
+// all at once. The document holds a placeholder at `path` (object keys from
+// the root; any non-empty array) and `each` hands the elements to `put` in
+// order. The elements must be non-empty objects or arrays, as records are:
+// the array is then laid out exactly as it would be if the document held
+// it, one element after another.
+struct StreamedArray {
+  std::vector<std::string> path;
+  std::function<void(const std::function<void(const nlohmann::ordered_json&)>& put)> each;
+};
+
+void write_json_layout(const nlohmann::ordered_json& document, std::ostream& out,
+                       std::span<const StreamedArray> streamed = {});
 
 }  // namespace fabricbench

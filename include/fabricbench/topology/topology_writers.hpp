@@ -15,6 +15,10 @@ nlohmann::ordered_json node_to_json(const NodeTopology& node);
 // The inverse of node_to_json; missing or mistyped members stay unknown.
 NodeTopology node_from_json(const nlohmann::json& j);
 nlohmann::ordered_json topology_to_json(const ClusterTopology& cluster);
+// The same with `nodes_placeholder` where the node records go, for a writer
+// that streams them one node_to_json at a time (core/json_layout.hpp).
+nlohmann::ordered_json topology_to_json(const ClusterTopology& cluster,
+                                        const nlohmann::ordered_json& nodes_placeholder);
 // The inverse of topology_to_json, as lenient as node_from_json.
 ClusterTopology topology_from_json(const nlohmann::json& j);
 // One rank's configuration record (node_config.hpp), both ways; reading
