@@ -123,6 +123,13 @@ json parse_bounded_json(std::string_view text, const std::string& label, int max
   return root;
 }
 
+json parse_bounded_json(std::istream& in, const std::string& label, int max_depth) {
+  json root;
+  BoundedBuilder builder(root, label, max_depth);
+  json::sax_parse(in, &builder);
+  return root;
+}
+
 void throw_integer_range(const json& v, std::string_view where, std::string_view minimum, std::string_view maximum) {
   std::string text = v.dump();
   if (text.size() > 40) text = text.substr(0, 37) + "...";

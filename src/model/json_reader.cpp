@@ -47,14 +47,9 @@ RunResult result_from_json(const nlohmann::json& document, const std::string& la
 RunResult read_result_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
-  json document;
-  {
-    // The text is let go once parsed: a large file's text, document and
-    // result are then never in memory all at once.
-    std::ostringstream text;
-    text << in.rdbuf();
-    document = parse_bounded_json(std::move(text).str(), path);
-  }
+  // Parsed as it is read: a large file's text, document and result are
+  // never in memory all at once.
+  const json document = parse_bounded_json(in, path);
   return result_from_json(document, path);
 }
 

@@ -12,6 +12,7 @@
 
 #include <cmath>
 #include <cstddef>
+#include <istream>
 #include <limits>
 #include <optional>
 #include <string>
@@ -31,6 +32,9 @@ inline constexpr int max_json_depth = 64;
 //   "LABEL: truncated or not JSON: <where and what>"
 //   "LABEL: a number is out of range: number overflow parsing '1e309'"
 nlohmann::json parse_bounded_json(std::string_view text, const std::string& label, int max_depth = max_json_depth);
+// The same from a stream, read as it is parsed: a large file's text is never
+// held whole beside its document.
+nlohmann::json parse_bounded_json(std::istream& in, const std::string& label, int max_depth = max_json_depth);
 
 // The value of `v` as T when it is an integer that T holds: a JSON integer,
 // or an integral floating-point number (JSON Schema counts 2.0 as an
