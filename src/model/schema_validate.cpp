@@ -557,7 +557,10 @@ class Run {
     if (schema.properties.empty() && !schema.no_additional && schema.additional == nullptr) return;
     auto property = schema.properties.begin();
     const auto properties_end = schema.properties.end();
-    for (const auto& [key, sub] : object) {
+    for (const auto& member : object) {
+      // Named, not a structured binding: the error's wording captures it.
+      const std::string& key = member.first;
+      const json& sub = member.second;
       if (found_ >= max_) return;
       while (property != properties_end && property->first < key) ++property;
       const PathStep step{path, key};

@@ -195,7 +195,7 @@ struct KeyCollector {
     keys.emplace_back(key);
   }
   template <class T>
-  void operator()(Inlined<T> v) const {
+  void operator()(Inlined<T> /*inlined*/) const {
     typename std::remove_const_t<T>::value_type inner{};
     fields_of(inner, *this);
   }
