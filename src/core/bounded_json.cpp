@@ -114,20 +114,23 @@ class BoundedBuilder {
   json* member_ = nullptr;
 };
 
-}  // namespace
-
-json parse_bounded_json(std::string_view text, const std::string& label, int max_depth) {
+// Text or a stream: nlohmann's input adapters take either.
+template <class Input>
+json parse_with_builder(Input&& input, const std::string& label, int max_depth) {
   json root;
   BoundedBuilder builder(root, label, max_depth);
-  json::sax_parse(text.begin(), text.end(), &builder);
+  json::sax_parse(std::forward<Input>(input), &builder);
   return root;
 }
 
+}  // namespace
+
+json parse_bounded_json(std::string_view text, const std::string& label, int max_depth) {
+  return parse_with_builder(text, label, max_depth);
+}
+
 json parse_bounded_json(std::istream& in, const std::string& label, int max_depth) {
-  json root;
-  BoundedBuilder builder(root, label, max_depth);
-  json::sax_parse(in, &builder);
-  return root;
+  return parse_with_builder(in, label, max_depth);
 }
 
 void throw_integer_range(const json& v, std::string_view where, std::string_view minimum, std::string_view maximum) {

@@ -59,12 +59,12 @@ void append_scalar(std::string& out, const ojson& v) {
 
 // `v` on one line ("{"a": 1, "b": [2, 3]}" style) in `line`, when it holds
 // only scalars (or empty containers) and fits the limit.
+// The caller has checked all_scalars(v).
 bool one_line(const ojson& v, std::string& line) {
   line.clear();
   const bool object = v.is_object();
   line += object ? '{' : '[';
   bool first = true;
-  if (!all_scalars(v)) return false;
   for (auto it = v.begin(); it != v.end(); ++it) {
     if (!first) line += ", ";
     first = false;
@@ -81,8 +81,10 @@ bool one_line(const ojson& v, std::string& line) {
 
 // A long array of scalars (ranks per node, a ladder group's hosts): as many
 // items to a line as fit.
+std::string indent(int depth) { return std::string(static_cast<std::size_t>(2 * depth), ' '); }
+
 void write_packed(const ojson& v, std::ostream& out, int depth, std::string& line) {
-  const std::string inner(static_cast<std::size_t>(2 * (depth + 1)), ' ');
+  const std::string inner = indent(depth + 1);
   out << "[\n" << inner;
   std::size_t width = 0;
   for (auto it = v.begin(); it != v.end(); ++it) {
@@ -100,7 +102,7 @@ void write_packed(const ojson& v, std::ostream& out, int depth, std::string& lin
     out << line;
     width += line.size();
   }
-  out << '\n' << std::string(static_cast<std::size_t>(2 * depth), ' ') << ']';
+  out << '\n' << indent(depth) << ']';
 }
 
 class LayoutWriter {
@@ -114,25 +116,27 @@ class LayoutWriter {
       out_ << line_;
       return;
     }
-    if (one_line(v, line_)) {
+    const bool flat = all_scalars(v);
+    if (flat && one_line(v, line_)) {
       out_ << line_;
       return;
     }
-    const bool object = v.is_object();
-    if (!object && all_scalars(v)) {
-      write_packed(v, out_, depth, line_);
+    if (v.is_array()) {
+      if (flat) {
+        write_packed(v, out_, depth, line_);
+      } else {
+        lines(depth, [&v](const auto& put) {
+          for (const ojson& element : v) put(element);
+        });
+      }
       return;
     }
-    const std::string inner(static_cast<std::size_t>(2 * (depth + 1)), ' ');
-    out_ << (object ? '{' : '[');
+    const std::string inner = indent(depth + 1);
+    out_ << '{';
     bool first = true;
     for (auto it = v.begin(); it != v.end(); ++it) {
       out_ << (first ? "\n" : ",\n") << inner;
       first = false;
-      if (!object) {
-        value(*it, depth + 1);
-        continue;
-      }
       line_.clear();
       append_quoted(line_, it.key());
       out_ << line_ << ": ";
@@ -144,7 +148,7 @@ class LayoutWriter {
       }
       path_.pop_back();
     }
-    out_ << '\n' << std::string(static_cast<std::size_t>(2 * depth), ' ') << (object ? '}' : ']');
+    out_ << '\n' << indent(depth) << '}';
   }
 
  private:
@@ -159,22 +163,27 @@ class LayoutWriter {
     return nullptr;
   }
 
-  // As value() lays out an array of non-empty containers: one element after
-  // another, each on its own line or lines.
   void stream(const StreamedArray& s, int depth) {
-    const std::string inner(static_cast<std::size_t>(2 * (depth + 1)), ' ');
     inside_ = true;
+    lines(depth, s.each);
+    inside_ = false;
+  }
+
+  // An array of containers, held or streamed: one element after another,
+  // each on its own line or lines ("[]" when `each` gives none).
+  template <class Each>
+  void lines(int depth, const Each& each) {
+    const std::string inner = indent(depth + 1);
     bool first = true;
-    s.each([&](const ojson& element) {
+    each([&](const ojson& element) {
       out_ << (first ? "[\n" : ",\n") << inner;
       first = false;
       value(element, depth + 1);
     });
-    inside_ = false;
     if (first)
       out_ << "[]";
     else
-      out_ << '\n' << std::string(static_cast<std::size_t>(2 * depth), ' ') << ']';
+      out_ << '\n' << indent(depth) << ']';
   }
 
   std::ostream& out_;

@@ -58,11 +58,14 @@ ScaleResult scaling_from_json(const json& j) {
 
 // ---- pairs: a matrix as the list of its measured links --------------------
 
-// Each measured link of `m` as its JSON object, in order.
+// Whether the link from -> to is listed: measured in either figure.
+bool listed(const PairMatrix& m, int from, int to) { return from != to && (m.bw(from, to) || m.lat(from, to)); }
+
+// Each listed link of `m` as its JSON object, in order.
 void for_each_link(const PairMatrix& m, const std::function<void(const ojson&)>& put) {
   for (int from = 0; from < m.size; ++from) {
     for (int to = 0; to < m.size; ++to) {
-      if (from == to || (!m.bw(from, to) && !m.lat(from, to))) continue;
+      if (!listed(m, from, to)) continue;
       ojson link;
       link["from"] = from;
       link["to"] = to;
@@ -76,7 +79,7 @@ void for_each_link(const PairMatrix& m, const std::function<void(const ojson&)>&
 bool has_links(const PairMatrix& m) {
   bool any = false;
   for (int from = 0; from < m.size && !any; ++from)
-    for (int to = 0; to < m.size && !any; ++to) any = from != to && (m.bw(from, to) || m.lat(from, to));
+    for (int to = 0; to < m.size && !any; ++to) any = listed(m, from, to);
   return any;
 }
 
