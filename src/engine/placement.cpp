@@ -76,6 +76,57 @@ std::uint64_t next_random(std::uint64_t& state) {
   return z ^ (z >> 31U);
 }
 
+// The islands that joining every pair at or below links[cut] makes, judged.
+struct Split {
+  std::vector<int> root;  // each node's island, as a representative node
+  double step = 0;        // links[cut + 1] / links[cut]
+  double in_us = 0;
+  double cross_us = 0;
+  double ratio = 0;
+  std::string flaw;  // why it is not a split; empty when it is one
+};
+
+Split split_at(const std::vector<Link>& links, std::size_t cut, int n, const std::vector<std::string>& hosts) {
+  Split s;
+  s.step = links[cut + 1].us / links[cut].us;
+  std::vector<int> parent(static_cast<std::size_t>(n));
+  std::iota(parent.begin(), parent.end(), 0);
+  for (std::size_t i = 0; i <= cut; ++i)
+    parent[static_cast<std::size_t>(find_root(parent, links[i].a))] = find_root(parent, links[i].b);
+  s.root.resize(static_cast<std::size_t>(n));
+  for (int node = 0; node < n; ++node) s.root[static_cast<std::size_t>(node)] = find_root(parent, node);
+
+  std::vector<double> within;
+  std::vector<double> across;
+  for (const Link& l : links)
+    (s.root[static_cast<std::size_t>(l.a)] == s.root[static_cast<std::size_t>(l.b)] ? within : across).push_back(l.us);
+  if (across.empty()) {
+    s.flaw = fmt::format("the fabric is flat (the slower pairs still chain every node together; largest step {:.2f}x)",
+                         s.step);
+    return s;
+  }
+  // An island is a group: one node far from every other is a slow node (or
+  // a busy one), not a rack of its own, and says nothing about placement.
+  std::vector<int> members(static_cast<std::size_t>(n), 0);
+  for (const int root : s.root) ++members[static_cast<std::size_t>(root)];
+  for (int node = 0; node < n; ++node)
+    if (members[static_cast<std::size_t>(s.root[static_cast<std::size_t>(node)])] == 1) {
+      s.flaw = fmt::format(
+          "no group stands apart ({} is far from every other node, a slow node rather than an island)",
+          static_cast<std::size_t>(node) < hosts.size() ? hosts[static_cast<std::size_t>(node)] : std::to_string(node));
+      return s;
+    }
+  s.in_us = median(within);
+  s.cross_us = median(across);
+  s.ratio = s.cross_us / s.in_us;
+  return s;
+}
+
+// How many of the largest steps are tried as cuts: a handful covers a
+// fabric's real levels (rack, row, hall); trying each is one pass over the
+// links.
+constexpr std::size_t cuts_tried = 8;
+
 }  // namespace
 
 IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<std::string>& hosts, double min_ratio) {
@@ -87,64 +138,48 @@ IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<s
   if (n < 3 || links.size() < 2) return one_island(n, hosts, min_ratio, "too few nodes or measured pairs to split");
   std::sort(links.begin(), links.end(), [](const Link& x, const Link& y) { return x.us < y.us; });
 
-  std::size_t cut = 0;  // links[0..cut] are "close"
-  double step = 0;
-  for (std::size_t i = 0; i + 1 < links.size(); ++i) {
-    const double s = links[i + 1].us / links[i].us;
-    if (s > step) {
-      step = s;
-      cut = i;
-    }
-  }
-  if (step < min_ratio)
+  // Candidate cuts: the largest steps between neighbouring pair latencies,
+  // largest first. The largest alone is not enough: one busy pair inside an
+  // island (a preempted rank, a noisy neighbour) can make the largest step
+  // fall inside the island, leaving a node alone; the island's real edge is
+  // then the next step.
+  std::vector<std::size_t> cuts(links.size() - 1);
+  std::iota(cuts.begin(), cuts.end(), std::size_t{0});
+  const auto step_at = [&](std::size_t i) { return links[i + 1].us / links[i].us; };
+  const std::size_t tried = std::min(cuts.size(), cuts_tried);
+  std::partial_sort(
+      cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(tried), cuts.end(),
+      [&](std::size_t x, std::size_t y) { return step_at(x) > step_at(y) || (step_at(x) == step_at(y) && x < y); });
+  if (step_at(cuts.front()) < min_ratio)
     return one_island(n, hosts, min_ratio,
                       fmt::format("the fabric is flat (the largest step between pair latencies is {:.2f}x, below "
                                   "--island-ratio {:g})",
-                                  step, min_ratio));
+                                  step_at(cuts.front()), min_ratio));
 
-  std::vector<int> parent(static_cast<std::size_t>(n));
-  std::iota(parent.begin(), parent.end(), 0);
-  for (std::size_t i = 0; i <= cut; ++i)
-    parent[static_cast<std::size_t>(find_root(parent, links[i].a))] = find_root(parent, links[i].b);
-
-  std::vector<double> within;
-  std::vector<double> across;
-  for (const Link& l : links) (find_root(parent, l.a) == find_root(parent, l.b) ? within : across).push_back(l.us);
-  if (across.empty())
-    return one_island(n, hosts, min_ratio,
-                      fmt::format("the fabric is flat (the slower pairs still chain every node together; largest "
-                                  "step {:.2f}x)",
-                                  step));
-  // An island is a group: one node far from every other is a slow node (or
-  // a busy one), not a rack of its own, and says nothing about placement.
-  {
-    std::vector<int> members(static_cast<std::size_t>(n), 0);
-    for (int node = 0; node < n; ++node) ++members[static_cast<std::size_t>(find_root(parent, node))];
-    for (int node = 0; node < n; ++node)
-      if (members[static_cast<std::size_t>(find_root(parent, node))] == 1)
-        return one_island(
-            n, hosts, min_ratio,
-            fmt::format("no group stands apart ({} is far from every other node, a slow node rather "
-                        "than an island)",
-                        static_cast<std::size_t>(node) < hosts.size() ? hosts[static_cast<std::size_t>(node)]
-                                                                      : std::to_string(node)));
+  // The largest step whose split stands: every island two nodes or more,
+  // and the median across islands at least min_ratio times the median
+  // within. Where none does, the largest step says why.
+  std::optional<Split> best;
+  Split first;
+  for (std::size_t k = 0; k < tried && step_at(cuts[k]) > 1 && !best; ++k) {
+    Split s = split_at(links, cuts[k], n, hosts);
+    if (k == 0) first = s;
+    if (s.flaw.empty() && s.ratio >= min_ratio) best = std::move(s);
   }
-  const double in_us = median(within);
-  const double cross_us = median(across);
-  const double ratio = cross_us / in_us;
-  if (ratio < min_ratio)
+  if (!best) {
+    if (!first.flaw.empty()) return one_island(n, hosts, min_ratio, first.flaw);
     return one_island(n, hosts, min_ratio,
                       fmt::format("the fabric is flat (across a candidate split the latency is only {:.2f}x that "
                                   "within, below --island-ratio {:g})",
-                                  ratio, min_ratio));
+                                  first.ratio, min_ratio));
+  }
 
   // Islands in order of their lowest node; nodes ascending within each.
   IslandsResult r;
   r.min_ratio = min_ratio;
   std::vector<int> island_of_root(static_cast<std::size_t>(n), -1);
   for (int node = 0; node < n; ++node) {
-    const int root = find_root(parent, node);
-    int& index = island_of_root[static_cast<std::size_t>(root)];
+    int& index = island_of_root[static_cast<std::size_t>(best->root[static_cast<std::size_t>(node)])];
     if (index < 0) {
       index = static_cast<int>(r.islands.size());
       r.islands.push_back({island_name(r.islands.size()), {}, {}});
@@ -153,9 +188,9 @@ IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<s
     island.nodes.push_back(node);
     island.hosts.push_back(static_cast<std::size_t>(node) < hosts.size() ? hosts[static_cast<std::size_t>(node)] : "");
   }
-  r.in_island_latency_us = in_us;
-  r.cross_island_latency_us = cross_us;
-  r.ratio = ratio;
+  r.in_island_latency_us = best->in_us;
+  r.cross_island_latency_us = best->cross_us;
+  r.ratio = best->ratio;
   std::string names;
   for (std::size_t i = 0; i < r.islands.size(); ++i) {
     if (i == 4) {
@@ -167,7 +202,7 @@ IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<s
   r.message = fmt::format(
       "{} latency islands: {}; across islands {:.1f}x the latency within ({:.1f} us against "
       "{:.1f} us)",
-      r.islands.size(), names, ratio, cross_us, in_us);
+      r.islands.size(), names, best->ratio, best->cross_us, best->in_us);
   return r;
 }
 

@@ -413,7 +413,9 @@ class Placement(TestBedCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
         islands = doc["islands"]
-        self.assertEqual([i["hosts"] for i in islands["islands"]], [HOSTS[:2], HOSTS[2:]], islands["message"])
+        latencies = {f"{l['from']}-{l['to']}": l["latency_us"] for l in doc["pairs"]["links"]}
+        self.assertEqual([i["hosts"] for i in islands["islands"]], [HOSTS[:2], HOSTS[2:]],
+                         f"{islands['message']}; pair latencies (us): {latencies}")
         self.assertEqual([i["name"] for i in islands["islands"]], ["A", "B"])
         self.assertGreaterEqual(islands["ratio"], islands["min_ratio"])
         self.assertAlmostEqual(islands["ratio"],

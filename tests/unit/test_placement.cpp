@@ -94,6 +94,46 @@ TEST(LatencyIslands, OneMeasuredDirectionIsEnoughAndMissingPairsAreSkipped) {
   EXPECT_EQ(island_nodes(r), (std::vector<std::vector<int>>{{0, 1}, {2, 3}}));
 }
 
+TEST(LatencyIslands, ANoisyPairInsideAnIslandDoesNotHideTheIslands) {
+  // The largest step (10x) falls inside island A: cutting there alone leaves
+  // node0 and node1 apart. The next step (3x) is the islands' edge.
+  PairMatrix m(4);
+  m.lat(2, 3) = 1;
+  m.lat(0, 1) = 10;
+  m.lat(0, 2) = 30;
+  m.lat(0, 3) = 31;
+  m.lat(1, 2) = 32;
+  m.lat(1, 3) = 33;
+  const IslandsResult r = find_latency_islands(m, hosts_of(4), 2.0);
+  EXPECT_EQ(island_nodes(r), (std::vector<std::vector<int>>{{0, 1}, {2, 3}})) << r.message;
+  ASSERT_TRUE(r.ratio);
+  EXPECT_DOUBLE_EQ(*r.in_island_latency_us, 5.5);
+  EXPECT_DOUBLE_EQ(*r.cross_island_latency_us, 31.5);
+  // The same matrix with the islands' edge below the threshold: one island,
+  // and the largest step's reason.
+  const IslandsResult flat = find_latency_islands(m, hosts_of(4), 6.0);
+  EXPECT_EQ(flat.islands.size(), 1U);
+  EXPECT_NE(flat.message.find("node0 is far from every other node"), std::string::npos) << flat.message;
+}
+
+TEST(LatencyIslands, OfTheSplitsThatStandTheLargestStepIsTaken) {
+  // Two levels: pairs of nodes (1 us), pairs of pairs (4 us), halves (40 us).
+  // Both cuts give islands of two or more; the halves' edge is the larger
+  // step (10x against 4x), though the pairs' split has the larger ratio.
+  const std::vector<int> pair_of = {0, 0, 1, 1, 2, 2, 3, 3};
+  PairMatrix m(8);
+  for (int a = 0; a < 8; ++a)
+    for (int b = 0; b < 8; ++b) {
+      if (a == b) continue;
+      const int pa = pair_of[static_cast<std::size_t>(a)];
+      const int pb = pair_of[static_cast<std::size_t>(b)];
+      const double base = pa == pb ? 1 : pa / 2 == pb / 2 ? 4 : 40;
+      m.lat(a, b) = base * (1.0 + 0.01 * ((a + b) % 5));
+    }
+  const IslandsResult r = find_latency_islands(m, hosts_of(8), 2.0);
+  EXPECT_EQ(island_nodes(r), (std::vector<std::vector<int>>{{0, 1, 2, 3}, {4, 5, 6, 7}})) << r.message;
+}
+
 TEST(LatencyIslands, ANodeFarFromAllOthersIsNotAnIsland) {
   const IslandsResult r = find_latency_islands(grouped({0, 0, 0, 1}, 1, 50), hosts_of(4), 2.0);
   EXPECT_EQ(r.islands.size(), 1U);

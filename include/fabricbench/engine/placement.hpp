@@ -36,14 +36,18 @@ struct IslandsResult {
 };
 
 // Single-linkage clustering with a ratio criterion: the pair latencies are
-// sorted, and the largest step between neighbours (as a ratio, since latency
-// noise is multiplicative) is the candidate cut; nodes joined by a pair at or
-// below the cut form an island. The split stands only when that step is at
-// least `min_ratio` and the median across islands is at least `min_ratio`
-// times the median within them, and every island holds two nodes or more (a
-// node far from all others is a slow node, not a group); otherwise there is
-// one island (a flat fabric). Single linkage keeps one slow link from splitting anything: its
-// two ends stay joined through their other, fast, pairs.
+// sorted, and the largest steps between neighbours (as ratios, since latency
+// noise is multiplicative) are the candidate cuts; at a cut, nodes joined by
+// a pair at or below it form an island. A split stands only when the largest
+// step is at least `min_ratio`, every island holds two nodes or more (a node
+// far from all others is a slow node, not a group) and the median across
+// islands is at least `min_ratio` times the median within them; the largest
+// step whose split stands is taken. Where none stands there is one island (a
+// flat fabric), and the message says why from the largest step. Trying more
+// than the largest step keeps one noisy pair inside an island (its step can
+// be the largest) from hiding the islands; single linkage keeps one slow link
+// from splitting anything: its two ends stay joined through their other,
+// fast, pairs.
 IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<std::string>& hosts, double min_ratio);
 
 // ---- bisection ------------------------------------------------------------
