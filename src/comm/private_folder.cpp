@@ -11,26 +11,9 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/fd.hpp"
 
 namespace fabricbench {
-namespace {
-
-// Closes a descriptor on every path out.
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  [[nodiscard]] int get() const { return fd_; }
-
- private:
-  int fd_;
-};
-
-}  // namespace
 
 void prepare_private_folder(const std::string& dir) {
   const auto refuse = [&dir](const std::string& why) {
@@ -57,7 +40,7 @@ void prepare_private_folder(const std::string& dir) {
 void write_private_file(const std::string& dir, const std::string& name, const std::string& bytes) {
   std::string temp = dir + "/.tmp.XXXXXX";
   const Fd fd(::mkostemp(temp.data(), O_CLOEXEC));
-  if (fd.get() < 0) throw SystemError(fmt::format("cannot create a file in {}: {}", dir, std::strerror(errno)));
+  if (!fd.valid()) throw SystemError(fmt::format("cannot create a file in {}: {}", dir, std::strerror(errno)));
   std::size_t done = 0;
   while (done < bytes.size()) {
     const ssize_t n = ::write(fd.get(), bytes.data() + done, bytes.size() - done);
@@ -79,7 +62,7 @@ void write_private_file(const std::string& dir, const std::string& name, const s
 
 std::optional<std::string> read_private_file(const std::string& path) {
   const Fd fd(::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK));
-  if (fd.get() < 0) {
+  if (!fd.valid()) {
     if (errno == ENOENT) return std::nullopt;
     if (errno == ELOOP) throw SystemError(fmt::format("{}: is a symlink, planted by someone; not read", path));
     throw SystemError(fmt::format("cannot read {}: {}", path, std::strerror(errno)));

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/fd.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/stats.hpp"
 #include "fabricbench/core/watchdog.hpp"
@@ -129,30 +130,11 @@ std::uint64_t node_memory_bytes() {
   return pages > 0 && size > 0 ? static_cast<std::uint64_t>(pages) * static_cast<std::uint64_t>(size) : 0;
 }
 
-class Fd {
- public:
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(const Fd&) = delete;
-  Fd& operator=(const Fd&) = delete;
-  ~Fd() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  [[nodiscard]] int get() const { return fd_; }
-  void close_checked(const std::string& what) {
-    const int fd = fd_;
-    fd_ = -1;
-    if (::close(fd) != 0) throw SystemError(fmt::format("close {}: {}", what, errno_text(errno)));
-  }
-
- private:
-  int fd_;
-};
-
 // Writes the whole file and syncs it; seconds from `start`.
 double write_file(const std::string& path, bool direct, std::uint64_t file_bytes, std::byte* block,
                   const std::byte* base, int rank, std::chrono::steady_clock::time_point start) {
   Fd fd(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOFOLLOW | (direct ? O_DIRECT : 0)));
-  if (fd.get() < 0) throw SystemError(fmt::format("open {}: {}", path, errno_text(errno)));
+  if (!fd.valid()) throw SystemError(fmt::format("open {}: {}", path, errno_text(errno)));
   for (std::uint64_t off = 0; off < file_bytes;) {
     const std::size_t len = static_cast<std::size_t>(std::min(io_block_bytes, file_bytes - off));
     std::memcpy(block, base, len);
@@ -175,7 +157,7 @@ double write_file(const std::string& path, bool direct, std::uint64_t file_bytes
 double read_file(const std::string& path, bool direct, std::uint64_t file_bytes, std::byte* block,
                  const std::byte* base, int rank, std::chrono::steady_clock::time_point start, std::uint64_t& wrong) {
   Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | (direct ? O_DIRECT : 0)));
-  if (fd.get() < 0) throw SystemError(fmt::format("open {}: {}", path, errno_text(errno)));
+  if (!fd.valid()) throw SystemError(fmt::format("open {}: {}", path, errno_text(errno)));
   for (std::uint64_t off = 0; off < file_bytes;) {
     const std::size_t len = static_cast<std::size_t>(std::min(io_block_bytes, file_bytes - off));
     Watchdog::note_step("storage read", static_cast<std::size_t>(file_bytes));

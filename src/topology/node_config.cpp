@@ -6,7 +6,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
 #include <set>
 #include <sstream>
 #include <system_error>
@@ -18,6 +17,7 @@
 
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/topology/detail/sysfs_files.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
 
 #if FABRICBENCH_HAVE_CUDA
@@ -33,27 +33,13 @@ namespace {
 
 constexpr std::size_t max_text_bytes = 1 << 20;
 
-std::string trim(std::string_view text) {
-  const auto b = text.find_first_not_of(" \t\r\n");
-  if (b == std::string_view::npos) return {};
-  const auto e = text.find_last_not_of(" \t\r\n");
-  return std::string(text.substr(b, e - b + 1));
-}
+using detail::list_dir;
+using detail::trim;
 
-// A small text file, whole; empty when it cannot be read or is larger than
-// expected.
+// A small text file, whole; empty when it cannot be read, is not a regular
+// file or is larger than expected.
 std::optional<std::string> read_text(const fs::path& path) {
-  std::error_code ec;
-  if (!fs::is_regular_file(path, ec)) return std::nullopt;
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string out;
-  char buffer[4096];
-  while (in.read(buffer, sizeof(buffer)) || in.gcount() > 0) {
-    out.append(buffer, static_cast<std::size_t>(in.gcount()));
-    if (out.size() > max_text_bytes) return std::nullopt;
-  }
-  return out;
+  return detail::read_small_file(path, max_text_bytes).text;
 }
 
 std::optional<std::string> read_trimmed(const fs::path& path) {
@@ -62,16 +48,6 @@ std::optional<std::string> read_trimmed(const fs::path& path) {
   std::string t = trim(*text);
   if (t.empty()) return std::nullopt;
   return t;
-}
-
-// The entries of a directory by name; empty when it cannot be listed.
-std::vector<std::string> list_dir(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    names.push_back(it->path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
 }
 
 std::optional<int> to_int(std::string_view text) {

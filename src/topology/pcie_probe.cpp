@@ -1,65 +1,39 @@
 #include "fabricbench/topology/pcie_probe.hpp"
 
 #include <algorithm>
-#include <cctype>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <sstream>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
+
+#include "fabricbench/topology/detail/sysfs_files.hpp"
 
 namespace fabricbench {
 namespace fs = std::filesystem;
 
 namespace {
 
-// Config space is at most 4 KiB; sysfs text files are small.
+using detail::is_bus_id;
+using detail::list_dir;
+using detail::Overflow;
+using detail::trim;
+
+// Config space is at most 4 KiB; sysfs text files are small. Longer files are
+// cut there (the hypervisor flag is in the first processor of /proc/cpuinfo).
 constexpr std::size_t max_read = 4096;
 
-struct Bytes {
-  std::optional<std::string> data;
-  std::string error;
-};
-
-Bytes read_bytes(const fs::path& path, std::size_t limit = max_read) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {std::nullopt, std::strerror(errno)};
-  std::string out;
-  char buffer[max_read];
-  while (out.size() < limit) {
-    const ssize_t n = ::read(fd, buffer, std::min(sizeof(buffer), limit - out.size()));
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return {std::nullopt, std::strerror(err)};
-    }
-    if (n == 0) break;
-    out.append(buffer, static_cast<std::size_t>(n));
-  }
-  ::close(fd);
-  return {out, {}};
-}
-
-std::string trim(std::string_view text) {
-  std::size_t b = 0;
-  std::size_t e = text.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(text[b])) != 0) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1])) != 0) --e;
-  return std::string(text.substr(b, e - b));
+detail::FileText read_bytes(const fs::path& path, std::size_t limit = max_read) {
+  return detail::read_small_file(path, limit, Overflow::truncate);
 }
 
 // The trimmed first line of a small text file, or empty.
 std::optional<std::string> first_line(const fs::path& path) {
-  const Bytes b = read_bytes(path);
-  if (!b.data) return std::nullopt;
-  std::string line = trim(b.data->substr(0, b.data->find('\n')));
+  const detail::FileText b = read_bytes(path);
+  if (!b.text) return std::nullopt;
+  std::string line = trim(b.text->substr(0, b.text->find('\n')));
   if (line.empty()) return std::nullopt;
   return line;
 }
@@ -73,27 +47,9 @@ std::optional<long long> integer(const fs::path& path) {
   return value;
 }
 
-std::vector<std::string> entries(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
-    names.push_back(it->path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
 bool dir_exists(const fs::path& p) {
   std::error_code ec;
   return fs::is_directory(p, ec);
-}
-
-bool is_bus_id(std::string_view text) {
-  if (text.size() != 12 || text[4] != ':' || text[7] != ':' || text[10] != '.') return false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (i == 4 || i == 7 || i == 10) continue;
-    if (std::isxdigit(static_cast<unsigned char>(text[i])) == 0) return false;
-  }
-  return true;
 }
 
 // The bus ids from the root port down to the device itself, from where the
@@ -260,11 +216,11 @@ std::vector<PcieBridge> probe_pcie_bridges(const ProbeRoots& roots, std::vector<
   }
   for (PcieBridge& b : bridges) {
     const fs::path& dir = dirs[b.pci_bus_id];
-    const Bytes config = read_bytes(dir / "config");
-    if (!config.data) {
+    const detail::FileText config = read_bytes(dir / "config");
+    if (!config.text) {
       b.acs_unknown = fmt::format("config space unreadable ({})", config.error);
     } else {
-      const AcsReading acs = acs_from_config(*config.data);
+      const AcsReading acs = acs_from_config(*config.text);
       b.acs = acs.state;
       b.acs_control = acs.control;
       b.acs_unknown = acs.why;
@@ -277,10 +233,10 @@ std::vector<PcieBridge> probe_pcie_bridges(const ProbeRoots& roots, std::vector<
     int occupied = 0;
     double sum = 0;
     bool all_known = true;
-    for (const std::string& port : entries(dir)) {
+    for (const std::string& port : list_dir(dir)) {
       if (!is_bus_id(port) || !is_bridge(dir / port)) continue;
       std::optional<std::string> child;
-      for (const std::string& below : entries(dir / port))
+      for (const std::string& below : list_dir(dir / port))
         if (is_bus_id(below)) child = below;
       if (!child) continue;
       ++occupied;
@@ -303,10 +259,10 @@ IommuInfo probe_iommu(const ProbeRoots& roots, const std::vector<GpuInfo>& gpus,
   IommuInfo info;
   const fs::path units = roots.sysfs / "class/iommu";
   const fs::path groups = roots.sysfs / "kernel/iommu_groups";
-  if (dir_exists(units)) info.units = static_cast<int>(entries(units).size());
-  if (dir_exists(groups)) info.groups = static_cast<int>(entries(groups).size());
-  if (const Bytes cmdline = read_bytes(roots.procfs / "cmdline"); cmdline.data) {
-    std::istringstream in(*cmdline.data);
+  if (dir_exists(units)) info.units = static_cast<int>(list_dir(units).size());
+  if (dir_exists(groups)) info.groups = static_cast<int>(list_dir(groups).size());
+  if (const detail::FileText cmdline = read_bytes(roots.procfs / "cmdline"); cmdline.text) {
+    std::istringstream in(*cmdline.text);
     std::string word;
     while (in >> word) {
       if (word == "--") break;  // what follows is init's, not the kernel's
@@ -322,7 +278,7 @@ IommuInfo probe_iommu(const ProbeRoots& roots, const std::vector<GpuInfo>& gpus,
     if (const auto type = first_line(group / "type")) types.insert(*type);
   }
   if (types.empty() && info.groups && *info.groups > 0) {
-    for (const std::string& g : entries(groups))
+    for (const std::string& g : list_dir(groups))
       if (const auto type = first_line(groups / g / "type")) types.insert(*type);
   }
   info.domain_types.assign(types.begin(), types.end());
@@ -360,9 +316,9 @@ std::optional<std::string> hypervisor_from_dmi(const std::string& vendor, const 
 Virtualization probe_virtualization(const ProbeRoots& roots, std::vector<GpuInfo>& gpus,
                                     std::vector<std::string>& notes) {
   Virtualization v;
-  if (const Bytes cpuinfo = read_bytes(roots.procfs / "cpuinfo", std::size_t{1} << 16); cpuinfo.data) {
+  if (const detail::FileText cpuinfo = read_bytes(roots.procfs / "cpuinfo", std::size_t{1} << 16); cpuinfo.text) {
     // The first CPU's flags say it; they come within the first block.
-    std::istringstream in(*cpuinfo.data);
+    std::istringstream in(*cpuinfo.text);
     std::string line;
     while (std::getline(in, line)) {
       if (line.rfind("flags", 0) != 0 || line.find(':') == std::string::npos) continue;
@@ -381,16 +337,16 @@ Virtualization probe_virtualization(const ProbeRoots& roots, std::vector<GpuInfo
     v.platform = trim(fmt::format("{} {}", vendor.value_or(""), product.value_or("")));
     if (!v.hypervisor) v.hypervisor = hypervisor_from_dmi(vendor.value_or(""), product.value_or(""));
   }
-  v.virtio_devices = static_cast<int>(entries(roots.sysfs / "bus/virtio/devices").size());
+  v.virtio_devices = static_cast<int>(list_dir(roots.sysfs / "bus/virtio/devices").size());
 
   // MIG: the driver lists each GPU's instances under its capabilities, by
   // device minor; the minor of a bus id is in the GPU's information file.
   const fs::path nvidia = roots.procfs / "driver/nvidia";
-  for (const std::string& bus : entries(nvidia / "gpus")) {
-    const Bytes info = read_bytes(nvidia / "gpus" / bus / "information");
-    if (!info.data) continue;
+  for (const std::string& bus : list_dir(nvidia / "gpus")) {
+    const detail::FileText info = read_bytes(nvidia / "gpus" / bus / "information");
+    if (!info.text) continue;
     std::optional<int> minor;
-    std::istringstream in(*info.data);
+    std::istringstream in(*info.text);
     std::string line;
     while (std::getline(in, line)) {
       if (line.rfind("Device Minor:", 0) != 0) continue;
@@ -406,7 +362,7 @@ Virtualization probe_virtualization(const ProbeRoots& roots, std::vector<GpuInfo
     const fs::path mig = nvidia / fmt::format("capabilities/gpu{}/mig", *minor);
     if (!dir_exists(mig)) continue;
     int instances = 0;
-    for (const std::string& e : entries(mig))
+    for (const std::string& e : list_dir(mig))
       if (e.rfind("gi", 0) == 0) ++instances;
     for (GpuInfo& gpu : gpus)
       if (gpu.pci_bus_id == normalize_bus_id(bus)) gpu.mig_instances = instances;

@@ -2,65 +2,30 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cerrno>
 #include <charconv>
-#include <cstring>
 #include <map>
 #include <set>
 #include <sstream>
 #include <system_error>
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <fmt/format.h>
+
+#include "fabricbench/topology/detail/sysfs_files.hpp"
 
 namespace fabricbench {
 namespace fs = std::filesystem;
 
 namespace {
 
+using detail::is_bus_id;
+using detail::list_dir;
+using detail::trim;
+using ReadResult = detail::FileText;
+
 // sysfs files are small; anything larger than this is not what we expect.
 constexpr std::size_t max_file_bytes = 1 << 20;
 
-struct ReadResult {
-  std::optional<std::string> text;
-  std::string error;
-};
-
-// POSIX reads, because sysfs reports failures (EINVAL for a link speed the
-// driver does not know, EISDIR, EACCES) on read(), and the reason belongs in
-// the note.
-ReadResult read_file(const fs::path& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return {std::nullopt, std::strerror(errno)};
-  std::string out;
-  char buffer[4096];
-  while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof(buffer));
-    if (n < 0) {
-      const int err = errno;
-      ::close(fd);
-      return {std::nullopt, std::strerror(err)};
-    }
-    if (n == 0) break;
-    out.append(buffer, static_cast<std::size_t>(n));
-    if (out.size() > max_file_bytes) {
-      ::close(fd);
-      return {std::nullopt, "larger than expected"};
-    }
-  }
-  ::close(fd);
-  return {out, {}};
-}
-
-std::string trim(std::string_view text) {
-  std::size_t b = 0;
-  std::size_t e = text.size();
-  while (b < e && std::isspace(static_cast<unsigned char>(text[b])) != 0) ++b;
-  while (e > b && std::isspace(static_cast<unsigned char>(text[e - 1])) != 0) --e;
-  return std::string(text.substr(b, e - b));
-}
+ReadResult read_file(const fs::path& path) { return detail::read_small_file(path, max_file_bytes); }
 
 bool printable(const std::string& text) {
   return std::all_of(text.begin(), text.end(), [](char c) {
@@ -133,26 +98,6 @@ class Reader {
   const ProbeRoots* roots_;
   std::vector<std::string>* notes_;
 };
-
-std::vector<std::string> entries(const fs::path& dir) {
-  std::vector<std::string> names;
-  std::error_code ec;
-  for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    names.push_back(it->path().filename().string());
-  }
-  std::sort(names.begin(), names.end());
-  return names;
-}
-
-bool is_bus_id(std::string_view text) {
-  // dddd:bb:dd.f
-  if (text.size() != 12 || text[4] != ':' || text[7] != ':' || text[10] != '.') return false;
-  for (std::size_t i = 0; i < text.size(); ++i) {
-    if (i == 4 || i == 7 || i == 10) continue;
-    if (std::isxdigit(static_cast<unsigned char>(text[i])) == 0) return false;
-  }
-  return true;
-}
 
 // The canonical path of a sysfs link, or empty.
 std::optional<fs::path> resolve(const fs::path& link) {
@@ -310,7 +255,7 @@ HostInfo probe_host(const ProbeRoots& roots, std::vector<std::string>& notes) {
 
   const fs::path node_dir = roots.sysfs / "devices/system/node";
   int numa = 0;
-  for (const std::string& name : entries(node_dir)) {
+  for (const std::string& name : list_dir(node_dir)) {
     if (name.size() > 4 && name.rfind("node", 0) == 0 &&
         std::all_of(name.begin() + 4, name.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); }))
       ++numa;
@@ -355,7 +300,7 @@ std::vector<GpuInfo> probe_pci_gpus(const ProbeRoots& roots, std::vector<std::st
   Reader r(roots, notes);
   std::vector<GpuInfo> gpus;
   const fs::path devices = roots.sysfs / "bus/pci/devices";
-  for (const std::string& bdf : entries(devices)) {
+  for (const std::string& bdf : list_dir(devices)) {
     const fs::path dir = devices / bdf;
     const ReadResult vendor = read_file(dir / "vendor");
     if (!vendor.text || trim(*vendor.text) != "0x10de") continue;
@@ -396,7 +341,7 @@ std::vector<NicInfo> probe_nics(const ProbeRoots& roots, std::vector<std::string
   std::vector<NicInfo> nics;
 
   const fs::path ib = roots.sysfs / "class/infiniband";
-  for (const std::string& dev : entries(ib)) {
+  for (const std::string& dev : list_dir(ib)) {
     const fs::path dir = ib / dev;
     NicInfo nic;
     nic.name = dev;
@@ -406,14 +351,14 @@ std::vector<NicInfo> probe_nics(const ProbeRoots& roots, std::vector<std::string
       nic.bus = nic.pci_address ? NicBus::pci : NicBus::unknown;
       if (nic.pci_address) nic.numa_node = numa_of(r, *device);
       if (const auto driver = resolve(*device / "driver")) nic.driver = driver->filename().string();
-      for (const std::string& netdev : entries(*device / "net")) {
+      for (const std::string& netdev : list_dir(*device / "net")) {
         nic.netdevs.push_back(netdev);
       }
     } else {
       nic.bus = NicBus::unknown;
       r.note(r.shown(dir / "device"), "missing or dangling (PCI address unknown)");
     }
-    for (const std::string& port_name : entries(dir / "ports")) {
+    for (const std::string& port_name : list_dir(dir / "ports")) {
       int number = 0;
       const auto [ptr, ec] = std::from_chars(port_name.data(), port_name.data() + port_name.size(), number);
       if (ec != std::errc() || ptr != port_name.data() + port_name.size()) continue;
@@ -440,7 +385,7 @@ std::vector<NicInfo> probe_nics(const ProbeRoots& roots, std::vector<std::string
   }
 
   const fs::path net = roots.sysfs / "class/net";
-  for (const std::string& ifname : entries(net)) {
+  for (const std::string& ifname : list_dir(net)) {
     const fs::path dir = net / ifname;
     // Interfaces without a device (loopback, bridges, veth, ifb) are software.
     std::error_code link_ec;
