@@ -171,11 +171,7 @@ GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, co
   if (lead) {
     analyze_gpu_ladder(result.levels);
     if (config.scale.grad_bytes > 0) {
-      ProjectionInput input;
-      input.grad_bytes = config.scale.grad_bytes / element_size(ladder_dtype) * element_size(ladder_dtype);
-      input.compute_ms = config.scale.compute_ms;
-      input.overlap = config.scale.overlap;
-      input.sharded = config.scale.sharded;
+      const ProjectionInput input = projection_input(config.scale, ladder_dtype);
       result.projection_input = input;
       result.projection = project_gpu_levels(input, result.levels);
       price_gpu_ladder(result, config.scale.steps, config.report.price_per_gpu_hour, config.scale.server_prices);

@@ -214,11 +214,7 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
   if (world.rank() == 0) {
     analyze_ladder(result.levels, result.nic_gbit_per_node, rpn);
     if (config.scale.grad_bytes > 0) {
-      ProjectionInput input;
-      input.grad_bytes = config.scale.grad_bytes / element_size(fabric_dtype) * element_size(fabric_dtype);
-      input.compute_ms = config.scale.compute_ms;
-      input.overlap = config.scale.overlap;
-      input.sharded = config.scale.sharded;
+      const ProjectionInput input = projection_input(config.scale, fabric_dtype);
       result.projection_input = input;
       result.projection = project_levels(input, result.levels, rpn);
     }

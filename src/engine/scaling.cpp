@@ -78,6 +78,15 @@ void analyze_ladder(std::vector<LevelResult>& levels, std::optional<double> nic_
   }
 }
 
+ProjectionInput projection_input(const ScaleConfig& scale, DType dtype) {
+  ProjectionInput input;
+  input.grad_bytes = scale.grad_bytes / element_size(dtype) * element_size(dtype);
+  input.compute_ms = scale.compute_ms;
+  input.overlap = scale.overlap;
+  input.sharded = scale.sharded;
+  return input;
+}
+
 ProjectionPoint project(const ProjectionInput& input, int nodes, int gpus, double comm_ms) {
   ProjectionPoint p;
   p.nodes = nodes;

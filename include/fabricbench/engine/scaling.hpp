@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/core/config.hpp"
 #include "fabricbench/core/types.hpp"
 
 namespace fabricbench {
@@ -71,6 +72,10 @@ struct ProjectionInput {
   double overlap = 0;    // fraction of the compute time that communication can hide under
   bool sharded = false;  // reduce-scatter + all-gather instead of all-reduce
 };
+
+// The projection's input as configured, its gradient rounded down to whole
+// elements of `dtype` (the type the ladder measures it in).
+ProjectionInput projection_input(const ScaleConfig& scale, DType dtype);
 
 struct ProjectionPoint {
   int nodes = 0;
