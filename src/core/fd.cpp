@@ -1,7 +1,6 @@
 #include "fabricbench/core/fd.hpp"
 
 #include <cerrno>
-#include <cstring>
 
 #include <unistd.h>
 
@@ -13,8 +12,7 @@ namespace fabricbench {
 
 void Fd::close_checked(std::string_view what) {
   const int fd = std::exchange(fd_, -1);
-  if (fd >= 0 && ::close(fd) != 0)
-    throw SystemError(fmt::format("close {}: {}", what, std::strerror(errno)));  // NOLINT(concurrency-mt-unsafe)
+  if (fd >= 0 && ::close(fd) != 0) throw SystemError(fmt::format("close {}: {}", what, errno_text(errno)));
 }
 
 void Fd::reset() noexcept {

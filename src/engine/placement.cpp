@@ -79,7 +79,6 @@ std::uint64_t next_random(std::uint64_t& state) {
 // The islands that joining every pair at or below links[cut] makes, judged.
 struct Split {
   std::vector<int> root;  // each node's island, as a representative node
-  double step = 0;        // links[cut + 1] / links[cut]
   double in_us = 0;
   double cross_us = 0;
   double ratio = 0;
@@ -88,7 +87,6 @@ struct Split {
 
 Split split_at(const std::vector<Link>& links, std::size_t cut, int n, const std::vector<std::string>& hosts) {
   Split s;
-  s.step = links[cut + 1].us / links[cut].us;
   std::vector<int> parent(static_cast<std::size_t>(n));
   std::iota(parent.begin(), parent.end(), 0);
   for (std::size_t i = 0; i <= cut; ++i)
@@ -102,7 +100,7 @@ Split split_at(const std::vector<Link>& links, std::size_t cut, int n, const std
     (s.root[static_cast<std::size_t>(l.a)] == s.root[static_cast<std::size_t>(l.b)] ? within : across).push_back(l.us);
   if (across.empty()) {
     s.flaw = fmt::format("the fabric is flat (the slower pairs still chain every node together; largest step {:.2f}x)",
-                         s.step);
+                         links[cut + 1].us / links[cut].us);
     return s;
   }
   // An island is a group: one node far from every other is a slow node (or

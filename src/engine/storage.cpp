@@ -28,8 +28,6 @@ constexpr std::uint64_t io_block_bytes = std::uint64_t{4} << 20;
 constexpr std::uint64_t gib = std::uint64_t{1} << 30;
 constexpr std::uint64_t mib = std::uint64_t{1} << 20;
 
-std::string errno_text(int e) { return std::strerror(e); }  // NOLINT(concurrency-mt-unsafe)
-
 // This rank's file: created with mkstemp (a name nobody can predict or plant
 // a link on), removed by the owner's destructor and, on a signal or the
 // deadline, by the watchdog's cleanup.

@@ -16,6 +16,7 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using detail::FileText;
 using detail::is_bus_id;
 using detail::list_dir;
 using detail::Overflow;
@@ -25,13 +26,13 @@ using detail::trim;
 // cut there (the hypervisor flag is in the first processor of /proc/cpuinfo).
 constexpr std::size_t max_read = 4096;
 
-detail::FileText read_bytes(const fs::path& path, std::size_t limit = max_read) {
+FileText read_bytes(const fs::path& path, std::size_t limit = max_read) {
   return detail::read_small_file(path, limit, Overflow::truncate);
 }
 
 // The trimmed first line of a small text file, or empty.
 std::optional<std::string> first_line(const fs::path& path) {
-  const detail::FileText b = read_bytes(path);
+  const FileText b = read_bytes(path);
   if (!b.text) return std::nullopt;
   std::string line = trim(b.text->substr(0, b.text->find('\n')));
   if (line.empty()) return std::nullopt;
@@ -216,7 +217,7 @@ std::vector<PcieBridge> probe_pcie_bridges(const ProbeRoots& roots, std::vector<
   }
   for (PcieBridge& b : bridges) {
     const fs::path& dir = dirs[b.pci_bus_id];
-    const detail::FileText config = read_bytes(dir / "config");
+    const FileText config = read_bytes(dir / "config");
     if (!config.text) {
       b.acs_unknown = fmt::format("config space unreadable ({})", config.error);
     } else {
@@ -261,7 +262,7 @@ IommuInfo probe_iommu(const ProbeRoots& roots, const std::vector<GpuInfo>& gpus,
   const fs::path groups = roots.sysfs / "kernel/iommu_groups";
   if (dir_exists(units)) info.units = static_cast<int>(list_dir(units).size());
   if (dir_exists(groups)) info.groups = static_cast<int>(list_dir(groups).size());
-  if (const detail::FileText cmdline = read_bytes(roots.procfs / "cmdline"); cmdline.text) {
+  if (const FileText cmdline = read_bytes(roots.procfs / "cmdline"); cmdline.text) {
     std::istringstream in(*cmdline.text);
     std::string word;
     while (in >> word) {
@@ -316,7 +317,7 @@ std::optional<std::string> hypervisor_from_dmi(const std::string& vendor, const 
 Virtualization probe_virtualization(const ProbeRoots& roots, std::vector<GpuInfo>& gpus,
                                     std::vector<std::string>& notes) {
   Virtualization v;
-  if (const detail::FileText cpuinfo = read_bytes(roots.procfs / "cpuinfo", std::size_t{1} << 16); cpuinfo.text) {
+  if (const FileText cpuinfo = read_bytes(roots.procfs / "cpuinfo", std::size_t{1} << 16); cpuinfo.text) {
     // The first CPU's flags say it; they come within the first block.
     std::istringstream in(*cpuinfo.text);
     std::string line;
@@ -343,7 +344,7 @@ Virtualization probe_virtualization(const ProbeRoots& roots, std::vector<GpuInfo
   // device minor; the minor of a bus id is in the GPU's information file.
   const fs::path nvidia = roots.procfs / "driver/nvidia";
   for (const std::string& bus : list_dir(nvidia / "gpus")) {
-    const detail::FileText info = read_bytes(nvidia / "gpus" / bus / "information");
+    const FileText info = read_bytes(nvidia / "gpus" / bus / "information");
     if (!info.text) continue;
     std::optional<int> minor;
     std::istringstream in(*info.text);

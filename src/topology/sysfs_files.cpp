@@ -3,28 +3,24 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
-#include <cstring>
 #include <system_error>
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "fabricbench/core/error.hpp"
 #include "fabricbench/core/fd.hpp"
 
 namespace fabricbench::detail {
 namespace fs = std::filesystem;
 
-namespace {
-std::string error_text(int e) { return std::strerror(e); }  // NOLINT(concurrency-mt-unsafe)
-}  // namespace
-
 FileText read_small_file(const fs::path& path, std::size_t limit, Overflow overflow) {
   const Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK));
-  if (!fd.valid()) return {std::nullopt, error_text(errno)};
+  if (!fd.valid()) return {std::nullopt, errno_text(errno)};
   struct stat st {};
-  if (::fstat(fd.get(), &st) != 0) return {std::nullopt, error_text(errno)};
-  if (S_ISDIR(st.st_mode)) return {std::nullopt, error_text(EISDIR)};
+  if (::fstat(fd.get(), &st) != 0) return {std::nullopt, errno_text(errno)};
+  if (S_ISDIR(st.st_mode)) return {std::nullopt, errno_text(EISDIR)};
   if (!S_ISREG(st.st_mode)) return {std::nullopt, "not a regular file"};
   std::string out;
   char buffer[4096];
@@ -35,7 +31,7 @@ FileText read_small_file(const fs::path& path, std::size_t limit, Overflow overf
     const ssize_t n = ::read(fd.get(), buffer, std::min(sizeof(buffer), want - out.size()));
     if (n < 0) {
       if (errno == EINTR) continue;
-      return {std::nullopt, error_text(errno)};
+      return {std::nullopt, errno_text(errno)};
     }
     if (n == 0) break;
     out.append(buffer, static_cast<std::size_t>(n));

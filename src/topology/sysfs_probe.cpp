@@ -17,15 +17,15 @@ namespace fs = std::filesystem;
 
 namespace {
 
+using detail::FileText;
 using detail::is_bus_id;
 using detail::list_dir;
 using detail::trim;
-using ReadResult = detail::FileText;
 
 // sysfs files are small; anything larger than this is not what we expect.
 constexpr std::size_t max_file_bytes = 1 << 20;
 
-ReadResult read_file(const fs::path& path) { return detail::read_small_file(path, max_file_bytes); }
+FileText read_file(const fs::path& path) { return detail::read_small_file(path, max_file_bytes); }
 
 bool printable(const std::string& text) {
   return std::all_of(text.begin(), text.end(), [](char c) {
@@ -43,7 +43,7 @@ class Reader {
 
   // The trimmed first line, or empty with a note.
   std::optional<std::string> line(const fs::path& path, bool note_missing = true) {
-    const ReadResult r = read_file(path);
+    const FileText r = read_file(path);
     if (!r.text) {
       if (note_missing || fs::exists(path)) note(shown(path), "unreadable (" + r.error + ")");
       return std::nullopt;
@@ -57,7 +57,7 @@ class Reader {
   }
 
   std::optional<std::string> whole(const fs::path& path) {
-    const ReadResult r = read_file(path);
+    const FileText r = read_file(path);
     if (!r.text) {
       note(shown(path), "unreadable (" + r.error + ")");
       return std::nullopt;
@@ -282,7 +282,7 @@ HostInfo probe_host(const ProbeRoots& roots, std::vector<std::string>& notes) {
   const fs::path version = roots.sysfs / "module/nvidia/version";
   if (fs::exists(version)) {
     host.gpu_driver = r.line(version);
-  } else if (const ReadResult proc = read_file(roots.procfs / "driver/nvidia/version"); proc.text) {
+  } else if (const FileText proc = read_file(roots.procfs / "driver/nvidia/version"); proc.text) {
     // "NVRM version: NVIDIA UNIX x86_64 Kernel Module  550.54.15  Tue Mar  5 ..."
     const std::string first = proc.text->substr(0, proc.text->find('\n'));
     const auto at = first.find("Kernel Module");
@@ -302,9 +302,9 @@ std::vector<GpuInfo> probe_pci_gpus(const ProbeRoots& roots, std::vector<std::st
   const fs::path devices = roots.sysfs / "bus/pci/devices";
   for (const std::string& bdf : list_dir(devices)) {
     const fs::path dir = devices / bdf;
-    const ReadResult vendor = read_file(dir / "vendor");
+    const FileText vendor = read_file(dir / "vendor");
     if (!vendor.text || trim(*vendor.text) != "0x10de") continue;
-    const ReadResult cls = read_file(dir / "class");
+    const FileText cls = read_file(dir / "class");
     if (!cls.text) continue;
     const std::string c = trim(*cls.text);
     if (c.rfind("0x0300", 0) != 0 && c.rfind("0x0302", 0) != 0) continue;
@@ -391,7 +391,7 @@ std::vector<NicInfo> probe_nics(const ProbeRoots& roots, std::vector<std::string
     std::error_code link_ec;
     if (!fs::exists(dir / "device", link_ec) && !fs::is_symlink(dir / "device", link_ec)) continue;
     // IPoIB interfaces (type 32) are the InfiniBand ports listed above.
-    if (const ReadResult type = read_file(dir / "type"); type.text && trim(*type.text) != "1") continue;
+    if (const FileText type = read_file(dir / "type"); type.text && trim(*type.text) != "1") continue;
     NicInfo nic;
     nic.name = ifname;
     nic.kind = NicKind::ethernet;
@@ -412,7 +412,7 @@ std::vector<NicInfo> probe_nics(const ProbeRoots& roots, std::vector<std::string
     if (const auto mtu = r.integer(dir / "mtu")) nic.mtu = static_cast<int>(*mtu);
     // Reading speed fails (EINVAL) or gives -1 when the driver cannot tell,
     // as virtio and down links do.
-    const ReadResult speed = read_file(dir / "speed");
+    const FileText speed = read_file(dir / "speed");
     if (!speed.text) {
       r.note(r.shown(dir / "speed"), "not reported by the driver (" + speed.error + ")");
     } else {
@@ -436,7 +436,7 @@ GpuDirectRdma probe_gpudirect(const ProbeRoots& roots, std::vector<std::string>&
   Reader r(roots, notes);
   GpuDirectRdma gdr;
   bool told = false;
-  const ReadResult modules = read_file(roots.procfs / "modules");
+  const FileText modules = read_file(roots.procfs / "modules");
   if (modules.text) {
     told = true;
     std::istringstream in(*modules.text);

@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <charconv>
 #include <cstdlib>
-#include <cstring>
 #include <regex>
 #include <vector>
 
@@ -50,8 +49,6 @@ std::string_view message_of(std::string_view line) {
   while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.remove_suffix(1);
   return line;
 }
-
-std::string errno_text() { return std::strerror(errno); }  // NOLINT(concurrency-mt-unsafe): one thread
 
 }  // namespace
 
@@ -157,7 +154,7 @@ NcclLogCapture::NcclLogCapture(Reset reset, const Getenv& getenv) : reset_(std::
   std::vector<char> buffer(pattern.begin(), pattern.end());
   buffer.push_back('\0');
   if (::mkdtemp(buffer.data()) == nullptr) {  // 0700, a fresh name: nobody else can plant the file
-    reason_ = fmt::format("not captured: no private folder for NCCL's log under {} ({})", pattern, errno_text());
+    reason_ = fmt::format("not captured: no private folder for NCCL's log under {} ({})", pattern, errno_text(errno));
     return;
   }
   folder_ = buffer.data();

@@ -27,6 +27,9 @@ class SystemError : public Error {
   using Error::Error;
 };
 
+// The system's text for an errno value ("No such file or directory").
+std::string errno_text(int error);
+
 // "file:line: call failed: what" — the text every check macro throws.
 std::string describe_failure(const char* call, const char* file, int line, const std::string& what);
 
