@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <vector>
 
 namespace fabricbench::pattern {
 namespace {
@@ -224,32 +225,93 @@ std::int64_t load(DType dtype, std::span<const std::byte> data, std::size_t inde
   return 0;
 }
 
+namespace {
+
+// Writes `count` elements of `value(i)` (periodic in i with `period`) into
+// `data`: one block of whole periods is encoded element by element, the rest
+// is copies of it, so a fill costs memcpy's speed whatever the type.
+template <class Value>
+void fill_periodic(DType dtype, std::span<std::byte> data, std::size_t count, std::size_t period, Value&& value) {
+  const std::size_t elt = element_size(dtype);
+  const std::size_t block = std::min(count, reference_elements(period));
+  for (std::size_t i = 0; i < block; ++i) store(dtype, data, i, value(i));
+  for (std::size_t done = block; done < count;) {
+    const std::size_t n = std::min(done, count - done);  // doubling: whole blocks, as the block is whole periods
+    std::memcpy(data.data() + done * elt, data.data(), n * elt);
+    done += n;
+  }
+}
+
+// Wrong elements among data[0, count) against `value(i)` (periodic in i with
+// `period`): whole blocks are compared with memcmp against one encoded block,
+// and only a block that differs is read element by element, so the count is
+// exactly the per-element one (a byte difference that is no value difference,
+// such as -0 for 0, is not counted).
+template <class Value>
+std::uint64_t wrong_periodic(DType dtype, std::span<const std::byte> data, std::size_t count, std::size_t period,
+                             Value&& value) {
+  const std::size_t elt = element_size(dtype);
+  const std::size_t block = std::min(count, reference_elements(period));
+  std::vector<std::byte> reference(block * elt);
+  for (std::size_t i = 0; i < block; ++i) store(dtype, reference, i, value(i));
+  std::uint64_t wrong = 0;
+  for (std::size_t start = 0; start < count; start += block) {
+    const std::size_t n = std::min(block, count - start);
+    if (std::memcmp(data.data() + start * elt, reference.data(), n * elt) == 0) continue;
+    for (std::size_t i = 0; i < n; ++i)
+      if (!equal(dtype, data, start + i, value(i))) ++wrong;
+  }
+  return wrong;
+}
+
+}  // namespace
+
+std::size_t reference_elements(std::size_t period) {
+  // About 16 KiB of 4-byte elements: large enough for memcmp and memcpy to
+  // run at full speed, small enough to stay in L1/L2.
+  constexpr std::size_t target = 4096;
+  const std::size_t p = std::max<std::size_t>(period, 1);
+  return (target + p - 1) / p * p;
+}
+
 void fill_input(Op op, DType dtype, RedOp redop, int rank, int nranks, int /*root*/, const Counts& counts,
                 std::span<std::byte> send) {
-  for (std::size_t i = 0; i < counts.send; ++i) store(dtype, send, i, input_value(op, redop, dtype, rank, nranks, i));
+  fill_periodic(dtype, send, counts.send, pattern_values::period(op, redop, dtype, nranks),
+                [&](std::size_t i) { return input_value(op, redop, dtype, rank, nranks, i); });
 }
 
 void fill_garbage(DType dtype, std::span<std::byte> recv, std::size_t elements) {
   const std::int64_t g = garbage_value(dtype);
-  for (std::size_t i = 0; i < elements; ++i) store(dtype, recv, i, g);
+  fill_periodic(dtype, recv, elements, 1, [g](std::size_t) { return g; });
 }
 
 std::uint64_t count_wrong(Op op, DType dtype, RedOp redop, int rank, int nranks, int root, const Counts& counts,
                           std::span<const std::byte> recv) {
   // The same expectations the verify kernel checks on the device.
   const pattern_values::Params p{op, dtype, redop, rank, nranks, root, counts.param, counts.send, counts.recv};
-  // A floating average is computed by scaling each input by 1/n (NCCL's
-  // pre-multiplied sum), so it is only exact within rounding: the bound is a
-  // few ulps per rank, far below the distance to any wrong value (>= 1).
-  const bool approximate = pattern_values::approximate(p);
-  const double tolerance = pattern_values::tolerance(p);
-  std::uint64_t wrong = 0;
   const std::size_t elements = pattern_values::output_elements(p);
-  for (std::size_t i = 0; i < elements; ++i) {
-    const std::int64_t value = pattern_values::expected(p, i);
-    const bool ok = approximate ? std::fabs(load_real(dtype, recv, i) - static_cast<double>(value)) <= tolerance
-                                : equal(dtype, recv, i, value);
-    if (!ok) ++wrong;
+  if (pattern_values::approximate(p)) {
+    // A floating average is computed by scaling each input by 1/n (NCCL's
+    // pre-multiplied sum), so it is only exact within rounding: the bound is
+    // a few ulps per rank, far below the distance to any wrong value (>= 1).
+    const double tolerance = pattern_values::tolerance(p);
+    std::uint64_t wrong = 0;
+    for (std::size_t i = 0; i < elements; ++i)
+      if (std::fabs(load_real(dtype, recv, i) - static_cast<double>(pattern_values::expected(p, i))) > tolerance)
+        ++wrong;
+    return wrong;
+  }
+  // All-gather and all-to-all outputs are one chunk per source rank, each
+  // periodic from its own start; the others are one periodic run.
+  const bool chunked = op == Op::allgather || op == Op::alltoall;
+  const std::size_t chunk = chunked ? counts.param : elements;
+  if (chunk == 0) return 0;
+  const std::size_t period = pattern_values::period(op, redop, dtype, nranks);
+  std::uint64_t wrong = 0;
+  for (std::size_t start = 0; start < elements; start += chunk) {
+    const std::size_t n = std::min(chunk, elements - start);
+    wrong += wrong_periodic(dtype, recv.subspan(start * element_size(dtype)), n, period,
+                            [&](std::size_t i) { return pattern_values::expected(p, start + i); });
   }
   return wrong;
 }

@@ -215,5 +215,43 @@ TEST(Pattern, FloatingAverageAllowsRoundingButNotWrongValues) {
   EXPECT_EQ(pattern::count_wrong(Op::allreduce, DType::float32, RedOp::avg, 0, n, 0, c, out), 1U);
 }
 
+// The block-wise check counts exactly what an element-by-element reading
+// counts: wrong elements scattered over many blocks, at block edges, in the
+// partial last block and in every chunk of a chunked output.
+TEST(Pattern, BlockwiseCheckCountsEveryWrongElementExactly) {
+  for (const Op op : {Op::allreduce, Op::allgather, Op::alltoall, Op::reducescatter, Op::sendrecv})
+    for (const DType d : {DType::int8, DType::int32, DType::float32, DType::float64})
+      for (const int n : {2, 3}) {
+        const int rank = n - 1;
+        const Counts c = counts_for(op, d, 20011 * element_size(d) * static_cast<std::size_t>(n), n);
+        Bytes out = reference_output(op, d, RedOp::sum, rank, n, 0, c);
+        ASSERT_EQ(pattern::count_wrong(op, d, RedOp::sum, rank, n, 0, c, out), 0U) << name(op) << ' ' << name(d);
+        const std::size_t elements = op == Op::reducescatter ? c.param : c.recv;
+        const std::size_t block = pattern::reference_elements(30);
+        std::vector<std::size_t> bad{0, 1, block - 1, block, block + 1, 3 * block + 5, elements - 1, elements / 2};
+        if (op == Op::allgather || op == Op::alltoall) bad.push_back(c.param);  // the second chunk's first
+        std::sort(bad.begin(), bad.end());
+        bad.erase(std::unique(bad.begin(), bad.end()), bad.end());
+        for (const std::size_t i : bad) pattern::store(d, out, i, pattern::garbage_value(d));
+        EXPECT_EQ(pattern::count_wrong(op, d, RedOp::sum, rank, n, 0, c, out), bad.size())
+            << name(op) << ' ' << name(d) << " n=" << n;
+      }
+}
+
+// A fill writes only what the point uses: after a large point, a small one
+// must not rewrite (and pay for) the whole buffer.
+TEST(Pattern, FillsWriteOnlyTheElementsAsked) {
+  const DType d = DType::float32;
+  const Counts c = counts_for(Op::allreduce, d, 64 * element_size(d), 2);
+  Bytes send(4096 * element_size(d), std::byte{0x5A});
+  pattern::fill_input(Op::allreduce, d, RedOp::sum, 0, 2, 0, c, send);
+  pattern::fill_garbage(d, send, 0);
+  for (std::size_t b = c.send * element_size(d); b < send.size(); ++b) ASSERT_EQ(send[b], std::byte{0x5A}) << b;
+  Bytes recv(9000 * element_size(d), std::byte{0x5A});
+  pattern::fill_garbage(d, recv, 8193);
+  for (std::size_t i = 0; i < 8193; ++i) ASSERT_EQ(pattern::load(d, recv, i, nullptr), pattern::garbage_value(d)) << i;
+  for (std::size_t b = 8193 * element_size(d); b < recv.size(); ++b) ASSERT_EQ(recv[b], std::byte{0x5A}) << b;
+}
+
 }  // namespace
 }  // namespace fabricbench

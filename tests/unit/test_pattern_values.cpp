@@ -60,5 +60,35 @@ TEST(PatternValues, ExpectedOutputPassesTheHostCheck) {
           }
 }
 
+// reduced() counts whole cycles of ranks instead of visiting each one: it
+// must give what the definition gives, rank by rank, for every count.
+TEST(PatternValues, ReductionInConstantTimeMatchesTheRankByRankDefinition) {
+  for (const DType d : all_dtypes())
+    for (const RedOp r : {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg})
+      for (const int n : {1, 2, 3, 4, 5, 6, 7, 8, 15, 16, 17, 30, 100, 101, 102, 127, 128, 129, 256, 300, 1000})
+        for (std::size_t i = 0; i < 230; ++i)
+          ASSERT_EQ(pv::reduced(r, d, n, i), pv::reduced_by_ranks(r, d, n, i))
+              << name(d) << ' ' << name(r) << " n=" << n << " i=" << i;
+}
+
+// The host fill and check build one period and copy or compare whole blocks:
+// every input and expected value repeats with pv::period.
+TEST(PatternValues, InputsAndOutputsRepeatWithThePeriod) {
+  for (const Op op : all_ops())
+    for (const DType d : all_dtypes())
+      for (const RedOp r : {RedOp::sum, RedOp::prod, RedOp::min, RedOp::max, RedOp::avg})
+        for (const int n : {1, 2, 3, 5, 8, 130, 300}) {
+          const std::size_t period = pv::period(op, r, d, n);
+          ASSERT_GE(period, 1U);
+          for (const int rank : {0, n / 2, n - 1})
+            for (std::size_t i = 0; i < 2 * period + 7; ++i)
+              ASSERT_EQ(pv::input(op, r, d, rank, n, i), pv::input(op, r, d, rank, n, i + period))
+                  << name(op) << ' ' << name(d) << ' ' << name(r) << " n=" << n << " i=" << i;
+          if (!pv::reducing(op)) continue;
+          for (std::size_t i = 0; i < 2 * period + 7; ++i)
+            ASSERT_EQ(pv::reduced(r, d, n, i), pv::reduced(r, d, n, i + period)) << name(d) << ' ' << name(r);
+        }
+}
+
 }  // namespace
 }  // namespace fabricbench

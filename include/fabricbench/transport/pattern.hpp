@@ -40,6 +40,10 @@ void fill_input(Op op, DType dtype, RedOp redop, int rank, int nranks, int root,
                 std::span<std::byte> send);
 void fill_garbage(DType dtype, std::span<std::byte> recv, std::size_t elements);
 
+// Elements in the block the fill and the check encode once and then copy or
+// compare whole: whole periods (pattern_values::period), about 4096 elements.
+std::size_t reference_elements(std::size_t period);
+
 // Number of wrong elements in this rank's output (recv, counts.recv elements)
 // for the operation. Ranks that receive nothing (non-root ranks of reduce)
 // return 0.

@@ -265,8 +265,8 @@ void NcclTransport::fill(const OpSpec& spec) {
   const std::size_t elt = element_size(spec.dtype);
   cudaStream_t s = stream_.get();
   FB_CUDA_CHECK(kernels::fill_input(send_.get(), launch_of(spec, rank_, size_), s));
-  FB_CUDA_CHECK(
-      kernels::fill_value(recv_.get(), spec.dtype, recv_.size() / elt, pattern::garbage_value(spec.dtype), s));
+  FB_CUDA_CHECK(kernels::fill_value(recv_.get(), spec.dtype, std::max(spec.counts.recv, spec.counts.send),
+                                    pattern::garbage_value(spec.dtype), s));  // only what this point uses
   if (spec.placement == Placement::in_place) {
     // The input moves to where the operation reads it from.
     const std::size_t bytes = spec.counts.send * elt;
