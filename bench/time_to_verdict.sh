@@ -105,6 +105,18 @@ fb, raw, t0, t1 = map(float, sys.argv[1:])
 print(f"  fabricbench sweep: {fb:.2f} s in the process ({t1 - t0:.2f} s with mpirun); raw loop: {raw:.2f} s")
 print(f"  ratio fabricbench/raw: {fb / raw:.2f}")
 PY
+  # Where the sweep's time went (the JSON's sweep_cost), and the same sweep
+  # out of place only, the points IMB-MPI1's Allreduce, Allgather and
+  # PingPong measure (goal: timed share >= 0.70).
+  "${MPIRUN[@]}" "$FB" sweep --transport mpi -q --inplace no --json "$WORK/sweep_oop.json" >/dev/null
+  python3 - "$fbj" "$WORK/sweep_oop.json" <<'PY'
+import json, sys
+for label, path in (("both placements", sys.argv[1]), ("out of place only", sys.argv[2])):
+    c = json.load(open(path))["sweep_cost"]
+    parts = " ".join(f"{k[:-2]} {c[k]:.2f}" for k in ("fill_s", "check_s", "warmup_s", "timed_s", "samples_s",
+                                                       "agree_s", "output_s", "other_s"))
+    print(f"  {label}: {c['points']} points, wall {c['wall_s']:.2f} s: {parts}; timed share {c['timed_share']:.2f}")
+PY
 }
 
 part_throttle() {

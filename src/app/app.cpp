@@ -428,8 +428,10 @@ class RunPipeline {
       }
     };
     listener.on_op_done = [this](Op) { save(config_, result_, started_, last_); };
-    run_sweep(config_, *transport_, world_, listener, seconds, cuts());
+    SweepCost cost;
+    run_sweep(config_, *transport_, world_, listener, seconds, cuts(), &cost);
     progress.clear();
+    if (lead_ && cost.points > 0) result_.sweep_cost = cost;
   }
 
   // NICs per node the multi-node all-reduce's wire rate is spread over: the

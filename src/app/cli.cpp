@@ -150,6 +150,7 @@ struct RawOptions {
   // --check, --no-check and -c N each say whether to check, in the order
   // the options are defined: two that disagree are refused.
   std::vector<std::pair<std::string, bool>> check_votes;
+  bool check_all = false;
   std::string rank_time{choice_name(defaults().rank_time)};
   std::string inplace{choice_name(defaults().inplace)};
   std::string json;
@@ -285,7 +286,11 @@ void add_iteration_options(CLI::App& cmd, RawOptions& o, Command) {
       with_default("Adaptive iterations: time one size and placement may take to reach --precision", d.max_time_ms));
   cmd.add_flag(
       "--check", [&o](std::int64_t) { o.check_votes.emplace_back("--check", true); },
-      fmt::format("Verify every result element{}", defaults().check ? " (on by default)" : ""));
+      fmt::format("Verify every result element of each point's first iteration{}",
+                  defaults().check ? " (on by default)" : ""));
+  cmd.add_flag("--check-all", o.check_all,
+               "Exhaustive data check: verify every warm-up iteration and the last timed one too, not only the "
+               "first");
   cmd.add_flag(
       "--no-check", [&o](std::int64_t) { o.check_votes.emplace_back("--no-check", false); },
       "Skip the data check (the result's data_ok is then null)");
@@ -294,8 +299,9 @@ void add_iteration_options(CLI::App& cmd, RawOptions& o, Command) {
       [&o](const int& n) {
         if (n < 0) throw UsageError(fmt::format("-c {}: must be 0 (no check) or above", n));
         o.check_votes.emplace_back(fmt::format("-c {}", n), n > 0);
+        if (n > 1) o.check_all = true;
       },
-      "nccl-tests' -c: 0 skips the data check, 1 (or more) checks");
+      "nccl-tests' -c: 0 skips the data check, 1 checks the first iteration, 2 or more as --check-all");
 }
 
 void add_rank_time_option(CLI::App& cmd, RawOptions& o, Command) {
@@ -976,6 +982,9 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   if (c.on_finding == OnFinding::halve && !c.budget_s)
     throw UsageError("--on-finding halve: only with --budget (it halves what the budget has left)");
   c.check = check_from(o);
+  if (o.check_all && !c.check)
+    throw UsageError("--check-all: cannot be combined with --no-check or -c 0 (give one of them)");
+  c.check_all = o.check_all;
   c.rank_time = parse_choice_flag<RankTime>("-a/--rank-time", o.rank_time);
   c.inplace = parse_choice_flag<InPlaceChoice>("--inplace", o.inplace);
 

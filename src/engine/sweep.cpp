@@ -1,6 +1,8 @@
 #include "fabricbench/engine/sweep.hpp"
 
 #include <algorithm>
+#include <array>
+#include <chrono>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -40,106 +42,252 @@ std::vector<Point> plan(const RunConfig& config) {
 // are bound by latency and their warm-up and check.
 double point_weight(std::size_t bytes) { return static_cast<double>(std::max(bytes, std::size_t{256} << 10)); }
 
+void add_cost(SweepCost& sweep, const PointCost& point) {
+  sweep.fill_s += point.fill_ms * 1e-3;
+  sweep.check_s += point.check_ms * 1e-3;
+  sweep.warmup_s += point.warmup_ms * 1e-3;
+  sweep.timed_s += point.timed_ms * 1e-3;
+  sweep.samples_s += point.samples_ms * 1e-3;
+  sweep.agree_s += point.agree_ms * 1e-3;
+  ++sweep.points;
+}
+
 }  // namespace
 
-// Above this time per iteration (the slowest rank's warm-up), per-iteration
-// stamps inside the timed batch cost under 0.1% of the figure.
-constexpr double per_iteration_stamp_threshold_s = 50e-6;
+namespace {
+
+// Adds the time since the last lap to one part of a PointCost (ms).
+class Laps {
+ public:
+  void operator()(double& part_ms) {
+    const SteadyClock::time_point now = SteadyClock::now();
+    part_ms += std::chrono::duration<double, std::milli>(now - last_).count();
+    last_ = now;
+  }
+
+ private:
+  SteadyClock::time_point last_ = SteadyClock::now();
+};
+
+// Timed batches in the first round: the spread of their means gives the
+// precision (per-iteration stamps would let a rare interrupt decide it), and
+// four are the fewest whose t quantile (3.18) still leaves a usable
+// half-width.
+constexpr int batches_per_round = 4;
+
+// The warm-up estimate of one iteration (the slowest rank's): the last
+// iteration when two in a row agreed, else the median of those run (the
+// first left out when it was the cold one), so one interrupt does not
+// decide the count.
+double warm_estimate(std::vector<double> times, bool settled, bool first_is_cold) {
+  if (times.empty()) return 0;
+  if (settled) return times.back();
+  if (first_is_cold && times.size() > 1) times.erase(times.begin());
+  return percentile(times, 0.5);
+}
+
+}  // namespace
 
 Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec,
                        double share_s) {
   const Window window(share_s);
   const bool lead = comm.rank() == 0;
-  std::optional<std::uint64_t> wrong;
+  const IterationPolicy& policy = config.iterations;
+  const bool adaptive = policy.fixed_iters <= 0;
+  PointCost cost;
+  Laps lap;
+
+  // Adaptive counts need at least one timed warm-up iteration to size from.
+  const int warmup = std::max(policy.warmup, adaptive ? 1 : 0);
+  int warmed = 0;
+  // --check-all: every warm-up iteration is verified too, and the last
+  // timed one; in place each of them starts from a fresh fill.
+  const bool check_all = config.check && config.check_all;
+  const bool in_place = spec.placement == Placement::in_place;
+  std::uint64_t local_wrong = 0;
+  const auto checked_run = [&](bool time_it) {
+    if (in_place || !time_it) {
+      transport.fill(spec);
+      lap(cost.fill_ms);
+    }
+    double t = 0;
+    if (time_it) {
+      t = transport.time_batch(spec, 1, false).seconds;
+      lap(cost.warmup_ms);
+    } else {
+      transport.run_once(spec);
+    }
+    local_wrong += transport.verify(spec);
+    lap(cost.check_ms);
+    return t;
+  };
   if (config.check) {
-    transport.fill(spec);
+    // The checked iteration is the first warm-up: the data is filled (only
+    // what this point uses), the op runs once and its output is verified,
+    // as nccl-tests checks one iteration per size.
     transport.barrier();
-    transport.run_once(spec);
-    std::uint64_t local = transport.verify(spec);
-    comm.allreduce_sum(std::span<std::uint64_t>(&local, 1));
-    wrong = local;
+    lap(cost.agree_ms);
+    checked_run(false);
+    if (warmup > 0) warmed = 1;
   }
 
-  const IterationPolicy& policy = config.iterations;
-  // Adaptive counts need at least one timed warm-up iteration to size from.
-  const int warmup = std::max(policy.warmup, policy.fixed_iters > 0 ? 0 : 1);
-  double per_iteration = 0;
-  if (warmup > 0) {
+  // Warm-up: with adaptive counts and a precision, one iteration at a time
+  // until two in a row (each the slowest rank's) agree within the precision,
+  // at most `warmup` in all. Every rank sees the same maxima, so every rank
+  // stops at the same iteration without a broadcast.
+  const bool settle = adaptive && policy.precision > 0;
+  std::vector<double> warm;
+  bool settled = false;
+  if (warmed < warmup) {
     transport.barrier();
-    // The warm-up's mean sizes the first batch only: with a cold first
-    // iteration it errs towards fewer iterations, and the precision loop
-    // then adds what the spread of the timed iterations calls for.
-    const BatchTiming w = transport.time_batch(spec, warmup, false);
-    per_iteration = w.seconds / warmup;
-    comm.allreduce_max(std::span<double>(&per_iteration, 1));
+    lap(cost.agree_ms);
+    if (settle || check_all) {
+      while (warmed < warmup && !settled) {
+        double t = check_all ? checked_run(true) : transport.time_batch(spec, 1, false).seconds;
+        lap(cost.warmup_ms);
+        comm.allreduce_max(std::span<double>(&t, 1));
+        lap(cost.agree_ms);
+        ++warmed;
+        settled = settle && !warm.empty() && std::fabs(t - warm.back()) <= policy.precision * t;
+        warm.push_back(t);
+      }
+    } else {
+      const int n = warmup - warmed;
+      double t = transport.time_batch(spec, n, false).seconds / n;
+      lap(cost.warmup_ms);
+      comm.allreduce_max(std::span<double>(&t, 1));
+      lap(cost.agree_ms);
+      warmed = warmup;
+      warm.push_back(t);
+    }
   }
+  cost.warmups = warmed;
+  const double per_iteration = warm_estimate(warm, settled, !config.check);
+
   // Rank 0 decides and every rank follows: a rank that decided alone could
   // issue a different number of collectives and hang the job.
-  int wanted = choose_iterations(policy, per_iteration);
-  int first = wanted;
-  // Below the stamp threshold each iteration runs twice (the headline batch
-  // and the distribution batch): it costs twice its time.
-  const double cost_per_iteration = per_iteration * (per_iteration >= per_iteration_stamp_threshold_s ? 1 : 2);
+  const int wanted = choose_iterations(policy, per_iteration);
+  // Each iteration's own time costs a clock read or an event inside the
+  // batch: where that is under 1% of an iteration the timed batches stamp
+  // themselves; below, the distribution comes from one more, stamped batch.
+  // (Decided on rank 0 with the count: each rank measured its own stamp.)
+  const bool stamps_inline = per_iteration > 0 && transport.stamp_cost_s() <= 0.01 * per_iteration;
+  // The count in batches: four (fewer when the count is smaller) whose
+  // lengths differ by at most one iteration, so the count is exact; a fixed
+  // count is one batch, as nccl-tests times it.
+  int first_iters = wanted;
   if (lead && std::isfinite(share_s) && per_iteration > 0) {
-    const double fit = std::floor(window.left_s() / cost_per_iteration);
-    if (fit < static_cast<double>(first)) first = static_cast<int>(std::max(0.0, fit));
+    // What fits the share, the distribution's batch (a quarter) included.
+    const double fit = std::floor(window.left_s() / (per_iteration * (stamps_inline ? 1.0 : 1.25)));
+    if (fit < first_iters) first_iters = static_cast<int>(std::max(0.0, fit));
   }
-  first = comm.broadcast_value(first, 0);
+  // One agreement for the first round: its iterations, and whether the
+  // batches stamp each iteration.
+  std::array<int, 2> shape{first_iters, stamps_inline ? 1 : 0};
+  comm.broadcast(std::as_writable_bytes(std::span<int>(shape)), 0);
+  lap(cost.agree_ms);
   Measurement out;
   out.per_iteration_s = per_iteration;
   out.setup_s = window.elapsed_s();
+  const int first = shape[0];
   out.cut = first < std::min(wanted, std::max(1, policy.min_iters));
+  const bool stamped = shape[1] != 0;
   if (first == 0) {
     out.skipped = true;
+    cost.total_ms = window.elapsed_s() * 1e3;
+    out.cost = cost;
     return out;
   }
+  const int per_round = adaptive ? std::min(first, batches_per_round) : 1;
+  const int batch_length = first / per_round;  // the shortest batch; the second batch is as long
 
-  // Each iteration's own time costs a clock read or an event inside the
-  // batch. Where an iteration takes long that is noise; where it takes
-  // microseconds it would show in the headline, so the distribution then
-  // comes from a second batch of the same length.
-  const bool stamps_inline = per_iteration >= per_iteration_stamp_threshold_s;
   double local_seconds = 0;
   int iters = 0;
   std::vector<double> samples;
-  const Window batches;
-  for (int batch_iters = first; batch_iters > 0;) {
-    transport.barrier();
-    BatchTiming batch = transport.time_batch(spec, batch_iters, stamps_inline);
-    if (!stamps_inline) {
+  std::vector<double> batch_means;
+  const Window timed(policy.max_time_ms * 1e-3);  // the precision loop's time, from the first batch
+  for (int round = first; round > 0;) {
+    // `round` iterations in batches of about batch_length each.
+    const int batches = std::max(1, round / batch_length);
+    for (int b = 0; b < batches; ++b) {
+      const int n = round / batches + (b < round % batches ? 1 : 0);
       transport.barrier();
-      batch.per_iteration = transport.time_batch(spec, batch_iters, true).per_iteration;
+      lap(cost.agree_ms);
+      BatchTiming batch = transport.time_batch(spec, n, stamped);
+      lap(cost.timed_ms);
+      local_seconds += batch.seconds;
+      iters += n;
+      batch_means.push_back(batch.seconds / n);
+      samples.insert(samples.end(), batch.per_iteration.begin(), batch.per_iteration.end());
     }
-    local_seconds += batch.seconds;
-    iters += batch_iters;
-    // Per-iteration samples are averaged over ranks, like the headline time,
-    // so p50 and p99 read on the same scale as it.
-    comm.allreduce_sum(std::span<double>(batch.per_iteration));
-    for (double& sample : batch.per_iteration) sample /= comm.size();
-    samples.insert(samples.end(), batch.per_iteration.begin(), batch.per_iteration.end());
+    cost.batches += batches;
     int next = 0;
-    if (lead && !out.cut) {
-      const double left = std::min(window.left_s(), policy.max_time_ms * 1e-3 - window.elapsed_s());
-      next = more_iterations(policy, iters, relative_half_width(samples), batches.elapsed_s() / iters, left);
+    if (lead && !out.cut && adaptive) {
+      const double left = std::min(window.left_s(), timed.left_s());
+      next = more_iterations(policy, iters, relative_half_width(batch_means), local_seconds / iters, left);
     }
-    batch_iters = comm.broadcast_value(next, 0);
+    round = comm.broadcast_value(next, 0);
+    lap(cost.agree_ms);
+  }
+  if (!stamped) {
+    transport.barrier();
+    lap(cost.agree_ms);
+    samples = transport.time_batch(spec, batch_length, true).per_iteration;
+    lap(cost.samples_ms);
+  }
+  if (check_all) {
+    // Out of place every iteration leaves the same output: the last timed
+    // one's is read as it is. In place it is checked from a fresh fill.
+    if (in_place) {
+      transport.barrier();
+      lap(cost.agree_ms);
+      checked_run(false);
+    } else {
+      local_wrong += transport.verify(spec);
+      lap(cost.check_ms);
+    }
+  }
+  if (config.check) {
+    comm.allreduce_sum(std::span<std::uint64_t>(&local_wrong, 1));
+    lap(cost.agree_ms);
   }
 
+  // All the figures over ranks in two reductions: sums (this rank's time,
+  // rank 0's, each batch mean and each sample, for means over ranks) and
+  // maxima (the slowest rank, and the fastest negated).
   const double local = local_seconds / iters;
-  double mean = local;
-  double low = mean;
-  double high = mean;
-  comm.allreduce_sum(std::span<double>(&mean, 1));
-  mean /= comm.size();
-  comm.allreduce_min(std::span<double>(&low, 1));
-  comm.allreduce_max(std::span<double>(&high, 1));
-  const double rank0 = comm.broadcast_value(local, 0);
-  const double headline = headline_seconds(config.rank_time, rank0, mean, low, high);
+  std::vector<double> sums{local, lead ? local : 0.0};
+  sums.insert(sums.end(), batch_means.begin(), batch_means.end());
+  sums.insert(sums.end(), samples.begin(), samples.end());
+  comm.allreduce_sum(std::span<double>(sums));
+  std::array<double, 2> extremes{local, -local};
+  comm.allreduce_max(std::span<double>(extremes));
+  lap(cost.agree_ms);
+  const double n = comm.size();
+  for (double& v : sums) v /= n;
+  const double mean = sums[0];
+  const double rank0 = sums[1] * n;
+  const std::span<const double> means_over_ranks(sums.data() + 2, batch_means.size());
+  const std::span<const double> samples_over_ranks(sums.data() + 2 + batch_means.size(), samples.size());
+  const double headline = headline_seconds(config.rank_time, rank0, mean, -extremes[1], extremes[0]);
 
-  out.timing = make_timing(spec.op, comm.size(), spec.counts.bytes, headline, low, high, samples, iters);
-  out.timing.wrong = wrong;
-  out.timing.distribution_from_second_batch = !stamps_inline;
+  out.timing = make_timing(spec.op, comm.size(), spec.counts.bytes, headline, -extremes[1], extremes[0],
+                           samples_over_ranks, iters);
+  // The precision is the batch means' where there are several batches
+  // (make_timing's is the per-iteration samples', all one batch has).
+  if (means_over_ranks.size() >= 2) {
+    out.timing.precision.reset();
+    if (const double h = relative_half_width(means_over_ranks); std::isfinite(h)) out.timing.precision = h;
+  }
+  if (adaptive && policy.precision > 0)
+    out.timing.precision_met = out.timing.precision && *out.timing.precision <= policy.precision;
+  if (config.check) out.timing.wrong = local_wrong;
+  out.timing.distribution_from_second_batch = !stamped;
   out.local_seconds = local;
+  cost.total_ms = window.elapsed_s() * 1e3;
+  cost.agree_ms +=
+      cost.total_ms - (cost.fill_ms + cost.check_ms + cost.warmup_ms + cost.timed_ms + cost.samples_ms + cost.agree_ms);
+  out.cost = cost;
   return out;
 }
 
@@ -215,8 +363,16 @@ bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, doub
 }
 
 std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
-                                   const SweepListener& listener, double seconds, std::vector<Cut>* cuts) {
+                                   const SweepListener& listener, double seconds, std::vector<Cut>* cuts,
+                                   SweepCost* cost) {
   const Window phase(seconds);
+  SweepCost spent;
+  // The listener's time (printing, saving) is the sweep's output.
+  const auto timed_call = [&spent](auto&& call) {
+    const SteadyClock::time_point start = SteadyClock::now();
+    call();
+    spent.output_s += std::chrono::duration<double>(SteadyClock::now() - start).count();
+  };
   const int n = comm.size();
   const bool lead = comm.rank() == 0;
   const std::vector<Point> points = plan(config);
@@ -246,7 +402,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
       r.ranks = n;
       done.push_back(r);
     }
-    if (lead && listener.on_progress) listener.on_progress(done.front(), index, points.size());
+    if (lead && listener.on_progress) timed_call([&] { listener.on_progress(done.front(), index, points.size()); });
 
     std::string skip;
     if (auto why = transport.unsupported(point.op, point.dtype, redop)) {
@@ -284,6 +440,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
           if (!prepared) transport.prepare(spec);
           prepared = true;
           m = measure_op(config, transport, comm, spec, share);
+          add_cost(spent, m.cost);
           // The timed mean, not the warm-up: a cold warm-up alone must not
           // skip the sizes after it.
           if (!m.skipped) last = {point.op, counts.bytes, m.timing.time_us * 1e-6, m.setup_s};
@@ -293,6 +450,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
           r.cut = "budget";
         } else {
           r.timing = m.timing;
+          r.cost = m.cost;
           if (m.cut) r.cut = "budget";
           // After the timed batches: the capture's log stays out of them.
           r.choice = transport.capture_choice(spec);
@@ -313,11 +471,17 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
     }
 
     if (lead) {
-      if (listener.on_point) listener.on_point(done);
+      if (listener.on_point) timed_call([&] { listener.on_point(done); });
       records.insert(records.end(), done.begin(), done.end());
     }
     const bool last_of_op = index + 1 == points.size() || points[index + 1].op != point.op;
-    if (lead && last_of_op && listener.on_op_done) listener.on_op_done(point.op);
+    if (lead && last_of_op && listener.on_op_done) timed_call([&] { listener.on_op_done(point.op); });
+  }
+  if (lead && cost != nullptr) {
+    spent.wall_s = phase.elapsed_s();
+    spent.other_s = std::max(0.0, spent.wall_s - (spent.fill_s + spent.check_s + spent.warmup_s + spent.timed_s +
+                                                  spent.samples_s + spent.agree_s + spent.output_s));
+    *cost = spent;
   }
   return records;
 }

@@ -182,6 +182,7 @@ ojson document(const RunResult& result, bool streamed) {
   if (!result.end_reason.empty()) status["reason"] = result.end_reason;
   doc["status"] = status;
   doc["records"] = to_value(result.records);
+  if (result.sweep_cost) doc["sweep_cost"] = to_value(*result.sweep_cost);
   if (result.topology)
     doc["topology"] = streamed && streams_nodes(*result.topology)
                           ? topology_to_json(*result.topology, streamed_placeholder)
@@ -217,6 +218,7 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   if (const auto reason = status.find("reason"); reason != status.end())
     r.end_reason = read<std::string>(*reason, "status/reason");
   r.records = read<std::vector<SweepRecord>>(doc.at("records"), "records");
+  if (const auto c = doc.find("sweep_cost"); c != doc.end()) r.sweep_cost = read<SweepCost>(*c, "sweep_cost");
   if (const auto t = doc.find("topology"); t != doc.end()) r.topology = topology_from_json(*t);
   if (const auto s = doc.find("scaling"); s != doc.end()) r.scaling = scaling_from_json(*s);
   if (const auto g = doc.find("gpu_ladder"); g != doc.end()) r.gpu_ladder = read<GpuLadderResult>(*g, "gpu_ladder");

@@ -1,6 +1,7 @@
 // The terminal table, in nccl-tests' column order so scripts written for
 // nccl-tests read it unchanged; fabricbench's own columns come after.
 
+#include <algorithm>
 #include <map>
 #include <ostream>
 #include <string>
@@ -145,10 +146,26 @@ void TablePrinter::summary(const RunResult& result) {
     sum += r.timing->busbw_gbs;
     ++n;
   }
+  int missed = 0;
+  int judged = 0;
+  double widest = 0;
+  for (const SweepRecord& r : result.records) {
+    if (!r.timing || !r.timing->precision_met) continue;
+    ++judged;
+    if (*r.timing->precision_met) continue;
+    ++missed;
+    widest = std::max(widest, r.timing->precision.value_or(0.0));
+  }
   *out_ << "#\n";
   if (second_batch_seen_)
     *out_ << "# * p50/p99 from a second batch of the same length: at small sizes a stamp per iteration would show "
              "in the time\n";
+  if (missed > 0)
+    *out_ << fmt::format(
+        "# precision: {} of {} points missed --precision (widest half-width {:.1f}%; each is precision_met false in "
+        "the JSON): the machine was noisy, or --max-time-ms was too short; rerun on an idle machine or raise "
+        "--max-time-ms\n",
+        missed, judged, widest * 100);
   for (const auto& [op, acc] : by_op)
     *out_ << fmt::format("# {:<14} avg bus bandwidth : {:.3f} GB/s\n", op, acc.first / acc.second);
   if (result.checked)

@@ -96,12 +96,31 @@ class Budget(unittest.TestCase):
         for r in doc["records"]:
             self.assertGreaterEqual(r["precision"], 0)
             self.assertNotIn("cut", r)
+            # Judged against the 1% default, and where the point's time went.
+            self.assertEqual(r["precision_met"], r["precision"] <= 0.01, r)
+            self.assertGreaterEqual(r["batches"], 4, r)
+            self.assertTrue(1 <= r["warmups"] <= 5, r)
+            parts = sum(r[k] for k in ("spent_fill_ms", "spent_check_ms", "spent_warmup_ms", "spent_timed_ms",
+                                       "spent_samples_ms", "spent_agree_ms"))
+            self.assertAlmostEqual(parts, r["spent_total_ms"], delta=1e-3)
+        cost = doc["sweep_cost"]
+        self.assertEqual(cost["points"], len(doc["records"]))
+        self.assertAlmostEqual(cost["timed_s"], sum(r["spent_timed_ms"] for r in doc["records"]) / 1e3, delta=1e-6)
+        self.assertAlmostEqual(cost["timed_share"], cost["timed_s"] / cost["wall_s"], delta=1e-9)
+        missed = sum(1 for r in doc["records"] if not r["precision_met"])
+        if missed:
+            self.assertIn(f"# precision: {missed} of {len(doc['records'])} points missed --precision", proc.stdout)
+        else:
+            self.assertNotIn("# precision:", proc.stdout)
         proc, _ = mpirun(2, "sweep", "--transport", "mpi", "--ops", "allreduce", "--sizes", "4K", "--iters", "7",
                          "--precision", "0.001", "--json", self.json)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         with open(self.json, encoding="utf-8") as f:
             doc = json.load(f)
         self.assertEqual({r["iterations"] for r in doc["records"]}, {7})
+        # A fixed count is one batch and no precision target applies.
+        self.assertEqual({r["batches"] for r in doc["records"]}, {1})
+        self.assertTrue(all("precision_met" not in r for r in doc["records"]))
 
     def test_bad_budget_and_precision_exit_2_with_one_line(self):
         for args, text in ((["--budget", "0"], "--budget"), (["--budget", "soon"], "--budget"),

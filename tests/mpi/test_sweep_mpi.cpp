@@ -10,8 +10,11 @@ namespace fabricbench {
 namespace {
 
 // Wraps the MPI transport and logs every batch size. Rank 1 also runs its
-// warm-ups slowly, so a rank that sized its own iteration count from its own
-// warm-up would pick a different count from the others.
+// warm-ups (single iterations) slowly, so a rank that sized its own
+// iteration count, or ended its warm-up, from its own times would issue
+// different batches from the others; and it claims a stamp cost 1000 times
+// its own, so a rank that chose alone whether to stamp inside the timed
+// batches would run one batch more or fewer.
 class LoggingTransport final : public Transport {
  public:
   explicit LoggingTransport(const Comm& comm) : inner_(comm), rank_(comm.rank()) {}
@@ -32,11 +35,19 @@ class LoggingTransport final : public Transport {
     return inner_.split(sub, color, key);
   }
   BatchTiming time_batch(const OpSpec& s, int iters, bool per_iteration) override {
-    if (rank_ == 1 && iters == warmup_) std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    if (rank_ == 1 && iters == 1 && ++slow_ % 2 == 0) std::this_thread::sleep_for(std::chrono::milliseconds(3));
     batches.push_back(iters);
-    return inner_.time_batch(s, iters, per_iteration);
+    ++runs;
+    BatchTiming t = inner_.time_batch(s, iters, per_iteration);
+    // From the `corrupt_from`th batch on, this rank's output is wrong.
+    if (corrupt_from > 0 && runs >= corrupt_from) inner_.output(s)[0] = std::byte{0x7F};
+    return t;
   }
+  double stamp_cost_s() const override { return inner_.stamp_cost_s() * (rank_ == 1 ? 1000.0 : 1.0); }
   std::vector<std::int64_t> batches;
+  int runs = 0;
+  int corrupt_from = 0;
+  int slow_ = 0;
   int warmup_ = 0;
 
  private:
@@ -54,7 +65,6 @@ TEST(SweepMpi, AdaptiveIterationCountIsIdenticalOnAllRanks) {
   config.iterations.min_time_ms = 5;
   config.iterations.min_iters = 2;
   config.iterations.max_iters = 5000;
-  transport.warmup_ = config.iterations.warmup;
   const auto records = run_sweep(config, transport, world, {});
 
   // Every rank issued the same sequence of batch sizes.
@@ -131,6 +141,76 @@ TEST(SweepMpi, ListenerSeesEveryPointAndOpEnd) {
     for (const auto& r : records) EXPECT_EQ(r.root, world.size() - 1);
   } else {
     EXPECT_EQ(points, 0);
+  }
+}
+
+// Every measured point says where its time went, and the parts add up to no
+// more than its total; adaptive counts come in several batches, warm-ups stop
+// within -w, and the precision reached is judged against the target.
+TEST(SweepMpi, EveryPointSaysWhereItsTimeWent) {
+  const Comm world = Comm::world();
+  LoggingTransport transport(world);
+  RunConfig config;
+  config.ops = {Op::allreduce};
+  config.sizes = {64, 1 << 20};
+  config.iterations.warmup = 4;
+  config.iterations.min_time_ms = 4;
+  config.iterations.max_time_ms = 20;
+  SweepListener listener;
+  int calls = 0;
+  listener.on_point = [&calls](std::span<const SweepRecord>) { ++calls; };
+  SweepCost cost;
+  const auto records = run_sweep(config, transport, world, listener, unlimited_seconds, nullptr, &cost);
+  if (world.rank() != 0) return;
+  ASSERT_EQ(records.size(), 4U);
+  double timed_ms = 0;
+  for (const SweepRecord& r : records) {
+    ASSERT_TRUE(r.timing && r.cost) << r.skipped;
+    const PointCost& c = *r.cost;
+    EXPECT_GE(c.batches, 4);
+    EXPECT_GE(c.warmups, 1);
+    EXPECT_LE(c.warmups, 4);
+    EXPECT_GT(c.timed_ms, 0);
+    EXPECT_GT(c.fill_ms + c.check_ms, 0);
+    EXPECT_GE(c.agree_ms, 0);
+    EXPECT_NEAR(c.fill_ms + c.check_ms + c.warmup_ms + c.timed_ms + c.samples_ms + c.agree_ms, c.total_ms, 1e-6);
+    ASSERT_TRUE(r.timing->precision_met);
+    ASSERT_TRUE(r.timing->precision);
+    EXPECT_EQ(*r.timing->precision_met, *r.timing->precision <= config.iterations.precision);
+    timed_ms += c.timed_ms;
+  }
+  EXPECT_EQ(calls, 2);
+  EXPECT_EQ(cost.points, 4);
+  EXPECT_NEAR(cost.timed_s * 1e3, timed_ms, 1e-6);
+  EXPECT_GT(cost.timed_share(), 0);
+  EXPECT_LE(cost.timed_share(), 1);
+  EXPECT_GE(cost.wall_s, cost.timed_s + cost.fill_s + cost.check_s + cost.warmup_s + cost.output_s);
+}
+
+// The default check reads the first iteration only; --check-all also reads
+// every warm-up and the last timed iteration, so an output that goes wrong
+// after the first iteration is caught there, and only there.
+TEST(SweepMpi, CheckAllCatchesAnOutputThatGoesWrongLater) {
+  const Comm world = Comm::world();
+  for (const bool all : {false, true}) {
+    LoggingTransport transport(world);
+    transport.corrupt_from = 1;  // from the first batch (a warm-up) on
+    RunConfig config;
+    config.ops = {Op::allreduce};
+    config.sizes = {4096};
+    config.inplace = InPlaceChoice::no;
+    config.iterations.fixed_iters = 3;
+    config.iterations.warmup = 2;
+    config.check_all = all;
+    const auto records = run_sweep(config, transport, world, {});
+    if (world.rank() != 0) continue;
+    ASSERT_EQ(records.size(), 1U);
+    ASSERT_TRUE(records[0].timing && records[0].timing->wrong);
+    // Every rank corrupts one element of its output from the first batch on.
+    // The first check's run (run_once) precedes it; with --check-all the one
+    // later warm-up and the last timed iteration are each read.
+    const auto ranks = static_cast<std::uint64_t>(world.size());
+    EXPECT_EQ(*records[0].timing->wrong, all ? 2 * ranks : 0U) << (all ? "--check-all" : "default");
   }
 }
 

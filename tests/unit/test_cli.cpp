@@ -279,6 +279,15 @@ TEST(Cli, GapsThatOnceMeantTheDefaultOrAnEndlessRunAreRefused) {
             std::string::npos);
   EXPECT_EQ(error_of({"sweep", "--check"}), "");
   EXPECT_FALSE(parse({"sweep", "--no-check"}).check);
+  // The first iteration is checked by default; --check-all and nccl-tests'
+  // -c 2 and above check every warm-up and the last timed one too.
+  EXPECT_FALSE(parse({"sweep"}).check_all);
+  EXPECT_FALSE(parse({"sweep", "-c", "1"}).check_all);
+  EXPECT_TRUE(parse({"sweep", "--check-all"}).check_all);
+  EXPECT_TRUE(parse({"sweep", "-c", "3"}).check_all);
+  EXPECT_TRUE(parse({"sweep", "-c", "3"}).check);
+  EXPECT_EQ(error_of({"sweep", "--check-all", "--no-check"}),
+            "--check-all: cannot be combined with --no-check or -c 0 (give one of them)");
   EXPECT_EQ(parse({"sweep", "--iters", "3"}).iterations.fixed_iters, 3);
   EXPECT_EQ(parse({"sweep", "--price-per-gpu-hour", "0"}).report.price_per_gpu_hour, 0.0);
 }

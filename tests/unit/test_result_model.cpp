@@ -63,7 +63,8 @@ RunResult fully_populated() {
   measured.bytes = 1024;
   measured.count = 256;
   measured.ranks = 2;
-  measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, false, 0, 0.01};
+  measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, false, 0, 0.01, false};
+  measured.cost = PointCost{0.25, 0.5, 0.75, 1.0, 0.125, 0.0625, 2.6875, 3, 5};
   measured.cut = "budget";  // fewer iterations than asked
   measured.choice = AlgorithmChoice{"RING", "LL128", ""};
   measured.nic_wire = NicWireRate{0.0128, "ring", 8};
@@ -73,8 +74,10 @@ RunResult fully_populated() {
   skipped.cut.clear();
   skipped.choice.reset();
   skipped.nic_wire.reset();
+  skipped.cost.reset();
   skipped.skipped = "too small";
   r.records.push_back(skipped);
+  r.sweep_cost = SweepCost{4.0, 0.25, 0.5, 0.75, 2.0, 0.125, 0.0625, 0.03125, 0.28125, 2};
 
   ScaleResult s;
   s.bytes = 1024;

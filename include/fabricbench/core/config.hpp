@@ -165,6 +165,7 @@ struct RunConfig {
   IterationPolicy iterations;
   RankTime rank_time = RankTime::mean;
   bool check = true;
+  bool check_all = false;  // --check-all: every warm-up iteration and the last timed one too
   InPlaceChoice inplace = InPlaceChoice::both;
   std::string json_path;
   std::string csv_path;

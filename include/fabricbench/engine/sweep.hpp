@@ -28,12 +28,16 @@ struct Measurement {
   double setup_s = 0;          // on the group's rank 0: the check and warm-up, before the first batch
   bool cut = false;            // fewer iterations than asked, to keep within `share_s`
   bool skipped = false;        // not even one iteration fitted: no timing
+  PointCost cost;              // where its time went (this rank's clock)
 };
 
 // Measures `spec` on every member of `comm` (the transport's group): the data
-// check when enabled, the warm-up, the iteration count decided on the group's
-// rank 0, and timed batches until the mean is within the policy's precision
-// or its time is up. `share_s` (read on the group's rank 0) bounds the whole
+// check when enabled (its checked iteration is the first warm-up), warm-up
+// iterations until two in a row agree within the precision (at most the
+// policy's warm-up), the iteration count decided on the group's rank 0 and
+// split into four or more batches, and more batches until the spread of
+// their means puts the mean within the policy's precision or its
+// max_time_ms (counted from the first batch) is up. `share_s` (read on the group's rank 0) bounds the whole
 // measurement: a count that does not fit is cut. Collective over the group.
 Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec,
                        double share_s = unlimited_seconds);
@@ -76,9 +80,11 @@ bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, doub
 // `seconds` (read on rank 0) bounds the whole sweep: each point gets an even
 // part of what is left; a point that cannot fit is skipped, or measured with
 // fewer iterations, with the cut "budget" (and appended to `cuts` on rank 0).
+// `cost` (rank 0) receives where the sweep's time went, the listener's
+// callbacks (printing, saving) as its output.
 std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
                                    const SweepListener& listener, double seconds = unlimited_seconds,
-                                   std::vector<Cut>* cuts = nullptr);
+                                   std::vector<Cut>* cuts = nullptr, SweepCost* cost = nullptr);
 
 // The records of one point with the multi-node all-reduce's NIC wire rate
 // filled in (engine/wire_rate.hpp) from their busbw and algorithm, on

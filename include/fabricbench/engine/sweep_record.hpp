@@ -29,9 +29,31 @@ struct Timing {
   // run measures; not part of the saved result.
   bool distribution_from_second_batch = false;
   std::optional<std::uint64_t> wrong;  // summed over ranks; nullopt when not checked
-  // The mean's relative 95% confidence half-width reached (0.01: within 1%);
-  // nullopt with fewer than 2 iterations.
+  // The mean's relative 95% confidence half-width reached (0.01: within 1%),
+  // from the spread of the timed batches' means; nullopt with fewer than 2
+  // batches.
   std::optional<double> precision;
+  // Whether `precision` met --precision: nullopt when no target applied
+  // (--precision 0, fixed --iters); false flags a figure less certain than
+  // asked, whatever stopped it (the time cap, the budget, max_iters).
+  std::optional<bool> precision_met;
+};
+
+// Where one measurement's wall time went, on the group's rank 0 (ms): the
+// data fill and check (its checked iteration is the first warm-up), the
+// further warm-ups, the timed batches, the second batch that stamps each
+// iteration (small sizes only), and the barriers and agreements between
+// them (what is left of the total).
+struct PointCost {
+  double fill_ms = 0;
+  double check_ms = 0;
+  double warmup_ms = 0;
+  double timed_ms = 0;
+  double samples_ms = 0;
+  double agree_ms = 0;
+  double total_ms = 0;
+  int warmups = 0;  // warm-up iterations run, the checked one included
+  int batches = 0;  // timed batches
 };
 
 // One (op, dtype, redop, placement, size) point.
@@ -52,6 +74,26 @@ struct SweepRecord {
   std::optional<AlgorithmChoice> choice;
   // Multi-node all-reduce: what each NIC carried (engine/wire_rate.hpp).
   std::optional<NicWireRate> nic_wire;
+  // Where the measurement's time went; measured points only.
+  std::optional<PointCost> cost;
+};
+
+// Where a sweep's wall time went (s, rank 0): the measurements' parts summed
+// (PointCost), what the output took (printing and saving between points),
+// and the rest (buffers, the library's choice, planning).
+struct SweepCost {
+  double wall_s = 0;
+  double fill_s = 0;
+  double check_s = 0;
+  double warmup_s = 0;
+  double timed_s = 0;
+  double samples_s = 0;
+  double agree_s = 0;
+  double output_s = 0;
+  double other_s = 0;
+  int points = 0;  // measurements (placements) made
+  // timed_s / wall_s: the share of the sweep spent in timed batches.
+  [[nodiscard]] double timed_share() const { return wall_s > 0 ? timed_s / wall_s : 0.0; }
 };
 
 }  // namespace fabricbench

@@ -72,6 +72,7 @@ struct RunResult {
   ToolInfo tool;
   RunInfo run;
   std::vector<SweepRecord> records;
+  std::optional<SweepCost> sweep_cost;        // where the sweep's time went, when a sweep ran
   std::optional<ScaleResult> scaling;         // the ladder, when it ran
   std::optional<GpuLadderResult> gpu_ladder;  // the GPU-count ladder inside each node, when it ran
   std::optional<PairsResult> pairs;           // the pair matrix, when it ran

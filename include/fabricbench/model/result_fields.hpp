@@ -74,7 +74,40 @@ void fields_of(Self& t, Field&& field) {
   field("busbw_gbs", t.busbw_gbs);
   field("iterations", t.iterations);
   field("precision", fields::omitted(t.precision));
+  field("precision_met", fields::omitted(t.precision_met));
   field("wrong", t.wrong);
+}
+
+// Where a measured point's time went (rank 0's clock, ms).
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PointCost>
+void fields_of(Self& c, Field&& field) {
+  field("spent_fill_ms", c.fill_ms);
+  field("spent_check_ms", c.check_ms);
+  field("spent_warmup_ms", c.warmup_ms);
+  field("spent_timed_ms", c.timed_ms);
+  field("spent_samples_ms", c.samples_ms);
+  field("spent_agree_ms", c.agree_ms);
+  field("spent_total_ms", c.total_ms);
+  field("warmups", c.warmups);
+  field("batches", c.batches);
+}
+
+// Where the sweep's time went (rank 0, s); timed_share is derived.
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, SweepCost>
+void fields_of(Self& c, Field&& field) {
+  field("wall_s", c.wall_s);
+  field("points", c.points);
+  field("fill_s", c.fill_s);
+  field("check_s", c.check_s);
+  field("warmup_s", c.warmup_s);
+  field("timed_s", c.timed_s);
+  field("samples_s", c.samples_s);
+  field("agree_s", c.agree_s);
+  field("output_s", c.output_s);
+  field("other_s", c.other_s);
+  field("timed_share", fields::written(c.timed_share()));
 }
 
 // A measured point carries its timing's members; a skipped one says why.
@@ -94,6 +127,7 @@ void fields_of(Self& r, Field&& field) {
   field("cut", fields::omitted(r.cut));
   field(fields::inlined(r.choice));
   field(fields::inlined(r.nic_wire));
+  field(fields::inlined(r.cost));
   field("skipped", fields::omitted(r.skipped));
 }
 
