@@ -138,11 +138,15 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   const bool settle = adaptive && policy.precision > 0;
   std::vector<double> warm;
   bool settled = false;
-  if (warmed < warmup) {
+  // Adaptive counts are sized from a timed warm-up: the checked iteration
+  // (untimed, and cold) never stands in for it, so with -w 1 one timed
+  // warm-up still follows the check.
+  const auto more_warmup = [&] { return warmed < warmup || (adaptive && warm.empty()); };
+  if (more_warmup()) {
     transport.barrier();
     lap(cost.agree_ms);
     if (settle || check_all) {
-      while (warmed < warmup && !settled) {
+      while (more_warmup() && !settled) {
         double t = check_all ? checked_run(true) : transport.time_batch(spec, 1, false).seconds;
         lap(cost.warmup_ms);
         comm.allreduce_max(std::span<double>(&t, 1));
@@ -152,12 +156,12 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
         warm.push_back(t);
       }
     } else {
-      const int n = warmup - warmed;
+      const int n = std::max(warmup - warmed, 1);
       double t = transport.time_batch(spec, n, false).seconds / n;
       lap(cost.warmup_ms);
       comm.allreduce_max(std::span<double>(&t, 1));
       lap(cost.agree_ms);
-      warmed = warmup;
+      warmed += n;
       warm.push_back(t);
     }
   }

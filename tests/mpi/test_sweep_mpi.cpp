@@ -214,5 +214,27 @@ TEST(SweepMpi, CheckAllCatchesAnOutputThatGoesWrongLater) {
   }
 }
 
+// With -w 1 the checked iteration is the only warm-up asked for, but it is
+// untimed: one timed warm-up still follows, so the count is sized from a
+// measured iteration, never the --max-iters a missing estimate gives.
+TEST(SweepMpi, ACountIsSizedFromATimedWarmupEvenWithOneWarmup) {
+  const Comm world = Comm::world();
+  MpiTransport transport(world);
+  RunConfig config;
+  config.ops = {Op::allreduce};
+  config.sizes = {4096};
+  config.inplace = InPlaceChoice::no;
+  config.iterations.warmup = 1;
+  config.iterations.min_time_ms = 2;
+  config.iterations.max_iters = 1000000;
+  config.iterations.precision = 0;  // the first round only: its count is the sized one
+  const auto records = run_sweep(config, transport, world, {});
+  if (world.rank() != 0) return;
+  ASSERT_EQ(records.size(), 1U);
+  ASSERT_TRUE(records[0].timing && records[0].cost);
+  EXPECT_EQ(records[0].cost->warmups, 2);  // the checked one, then a timed one
+  EXPECT_LT(records[0].timing->iterations, config.iterations.max_iters);
+}
+
 }  // namespace
 }  // namespace fabricbench
