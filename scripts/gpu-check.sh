@@ -19,29 +19,48 @@
 #      same copies made through PyTorch, which the summary says);
 #   7. `fabricbench run` end to end (probe, then sweep);
 #   8. the summary: every step, then the comparison table, last.
-# Logs and the summary go to $OUT when it is set, else to
-# build/gpu-check/results. It never changes GPU clocks, power limits or modes.
+# Logs, JSONs and the summary are written to build/gpu-check/results (or
+# FABRICBENCH_GPU_CHECK_WORK); when $OUT is set, two files go there at the
+# end, whatever happened: summary.txt and gpu-check.tar.gz (everything else),
+# since the device machine returns at most 8 files from $OUT. It never
+# changes GPU clocks, power limits or modes.
 # Usage:
 #   scripts/gpu-check.sh [--build-only]
 # NCCL is found through NCCL_ROOT, else PyTorch's wheel (nvidia.nccl), else
-# the CUDA toolkit.
-# Functions below run through `bash -c "$(declare -f ...)"` or as step commands.
+# the CUDA toolkit. nccl-tests (v2.17 and newer) includes nccl_device.h with
+# NCCL 2.28 and newer: when the wheel has no such header, the NCCL headers
+# carried by gpu-prepare.sh (this machine's CUDA toolkit's) are used if they
+# are the wheel's version, which the summary says.
+# Every step is a command `timeout -k` can run: shell functions are exported
+# (export -f) with the variables they read and run through bash -c.
+# FABRICBENCH_GPU_CHECK_STANDIN=DIR (tests/system/test_gpu_check.py) skips the
+# builds and takes every binary from DIR: a dry run of the step wiring.
 # shellcheck disable=SC2317
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root" || exit 1
 build="${FABRICBENCH_GPU_BUILD:-$root/build/gpu-check}"
 carry="${FABRICBENCH_CARRY_DIR:-$root/.carry}"
-out="${OUT:-$build/results}"
+standin="${FABRICBENCH_GPU_CHECK_STANDIN:-}"
+# Everything is written to $out (the work folder); $OUT gets the summary and
+# one archive of the rest at the end.
+out="${FABRICBENCH_GPU_CHECK_WORK:-$build/results}"
+deliver="${OUT:-}"
 build_only=0
 [[ "${1:-}" == "--build-only" ]] && build_only=1
+rm -rf "$out"
 mkdir -p "$build" "$out"
+export out
 
 # Step limits in seconds. The whole script must fit one 10-minute call with
 # margin: their sum is at most 480. FABRICBENCH_GPU_CHECK_BUILD_S lengthens
 # the build for --build-only on a small machine.
-limit_build=${FABRICBENCH_GPU_CHECK_BUILD_S:-210} limit_info=10 limit_logic=15 limit_gpu_tests=90 limit_debug=15 limit_blocking=10
-limit_refusal=5 limit_nccl_tests=40 limit_fabricbench=25 limit_copies=20 limit_topo=15 limit_run=25
+# The GPU tests are 14 processes (each starts CUDA and NCCL, a few seconds
+# on a fresh machine), so they get 120 s; the build's 210 s is about 2.5
+# times what the three targets take on 16 cores with the compiled fmt
+# (measured with -j2 here; README, The GPU check).
+limit_build=${FABRICBENCH_GPU_CHECK_BUILD_S:-210} limit_info=10 limit_logic=15 limit_gpu_tests=120 limit_debug=15
+limit_blocking=15 limit_refusal=5 limit_nccl_tests=30 limit_fabricbench=20 limit_copies=15 limit_topo=10 limit_run=15
 total=$((limit_build + limit_info + limit_logic + limit_gpu_tests + limit_debug + limit_blocking + limit_refusal +
   limit_nccl_tests + limit_fabricbench + limit_copies + limit_topo + limit_run))
 if ((total > 480 && build_only == 0)); then
@@ -54,18 +73,39 @@ record() { names+=("$1"); results+=("$2"); echo "== $1: $2"; }
 summary() {
   {
     echo
-    echo "fabricbench gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), logs in $out)"
-    printf '%-46s %s\n' "step" "result"
-    for i in "${!names[@]}"; do printf '%-46s %s\n' "${names[$i]}" "${results[$i]}"; done
+    echo "fabricbench gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), logs in ${deliver:+gpu-check.tar.gz, }$out)"
+    printf '%-62s  %s\n' "step" "result"
+    for i in "${!names[@]}"; do printf '%-62s  %s\n' "${names[$i]}" "${results[$i]}"; done
     if [[ -s "$out/compare.txt" ]]; then
       echo
       cat "$out/compare.txt"
     fi
   } | tee "$out/summary.txt"
+  # Two files in $OUT: the summary, and one archive of every log and result.
+  if [[ -n "$deliver" ]]; then
+    mkdir -p "$deliver"
+    cp "$out/summary.txt" "$deliver/summary.txt"
+    tar -C "$out" -czf "$deliver/gpu-check.tar.gz" . 2>/dev/null || echo "gpu-check: could not write $deliver/gpu-check.tar.gz"
+  fi
 }
 trap summary EXIT
 
-[[ -d "$carry/include" ]] || { record "carried folder" "FAIL (no $carry/include; run scripts/gpu-prepare.sh)"; exit 1; }
+# A command, or a shell function (exported, run through bash -c, since
+# timeout runs programs only), with a limit; -k: a child that ignores SIGTERM
+# is killed 10 s later.
+run_limited() {  # run_limited SECONDS COMMAND...
+  local limit="$1"
+  shift
+  if declare -F "$1" > /dev/null; then
+    export -f "$1"
+    timeout -k 10 "$limit" bash -c '"$@"' step "$@"
+  else
+    timeout -k 10 "$limit" "$@"
+  fi
+}
+
+[[ -n "$standin" || -d "$carry/include" ]] ||
+  { record "carried folder" "FAIL (no $carry/include; run scripts/gpu-prepare.sh)"; exit 1; }
 
 # CUDA: nvcc on the PATH, else the usual place.
 nvcc="$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)"
@@ -88,16 +128,30 @@ PY
 fi
 nccl_home=""
 cmake_nccl=()
+nccl_version_of() { grep -m3 -E 'define NCCL_(MAJOR|MINOR|PATCH) ' "$1" | awk '{print $3}' | paste -sd.; }
 if [[ -n "$nccl_root" && -e "$nccl_root/include/nccl.h" ]]; then
   lib="$(find "$nccl_root/lib" -maxdepth 1 -name 'libnccl.so*' | sort | head -1)"
   nccl_home="$build/nccl"
+  rm -rf "$nccl_home"
   mkdir -p "$nccl_home/lib"
-  ln -sfn "$nccl_root/include" "$nccl_home/include"
+  wheel_version="$(nccl_version_of "$nccl_root/include/nccl.h")"
+  headers="$nccl_root/include" headers_note=""
+  if [[ ! -e "$nccl_root/include/nccl_device.h" ]]; then
+    # nccl-tests (v2.17+) includes nccl_device.h for NCCL 2.28+; the carried
+    # headers stand in only when they are the same version as the library.
+    if [[ -e "$carry/nccl/include/nccl_device.h" &&
+      "$(nccl_version_of "$carry/nccl/include/nccl.h")" == "$wheel_version" ]]; then
+      headers="$carry/nccl/include" headers_note=", headers carried (the wheel has no nccl_device.h)"
+    else
+      headers_note=", no nccl_device.h (nccl-tests v2.17+ needs it with NCCL 2.28+; carry NCCL $wheel_version's headers)"
+    fi
+  fi
+  ln -sfn "$headers" "$nccl_home/include"
   ln -sf "$lib" "$nccl_home/lib/libnccl.so"
   ln -sf "$lib" "$nccl_home/lib/libnccl.so.2"
   cmake_nccl=(-DNCCL_ROOT="$nccl_home")
   export LD_LIBRARY_PATH="$nccl_root/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  record "NCCL" "$nccl_root ($(grep -m3 -E 'define NCCL_(MAJOR|MINOR|PATCH) ' "$nccl_root/include/nccl.h" | awk '{print $3}' | paste -sd.))"
+  record "NCCL" "$nccl_root ($wheel_version$headers_note)"
 elif [[ -e "$cuda_home/include/nccl.h" ]]; then
   nccl_home="$cuda_home"
   record "NCCL" "from the CUDA toolkit ($cuda_home)"
@@ -112,8 +166,8 @@ arch="${FABRICBENCH_CUDA_ARCHS:-90}"
 build_fabricbench() {
   # shellcheck disable=SC2086 # extra arguments are a list
   cmake -S . -B "$build/fabricbench" -G Ninja -DCMAKE_BUILD_TYPE=Release -DFABRICBENCH_CUDA=ON -DFABRICBENCH_MPI=OFF \
-    -DFABRICBENCH_CARRY_DIR="$carry" -DCMAKE_CUDA_ARCHITECTURES="${arch}-real" "${cmake_nccl[@]}" \
-    ${FABRICBENCH_CHECK_CMAKE_ARGS:-} &&
+    -DFABRICBENCH_CARRY_DIR="$carry" -DCMAKE_CUDA_ARCHITECTURES="${arch}-real" -DCMAKE_CUDA_COMPILER="$nvcc" \
+    $cmake_nccl_words ${FABRICBENCH_CHECK_CMAKE_ARGS:-} &&
     cmake --build "$build/fabricbench" -j "$jobs" --target fabricbench fabricbench_gpu_tests fabricbench_gpu_logic_tests
 }
 build_nccl_tests() {
@@ -148,15 +202,20 @@ build_nvbandwidth() {
   "$nvcc" -o "$obj/nvbandwidth" "${objects[@]}" "$boost/lib/libboost_program_options.a" \
     -L"$cuda_home/lib64/stubs" -L"$cuda_home/targets/x86_64-linux/lib/stubs" -lnvidia-ml -lcuda
 }
-timeout "$limit_build" bash -c "$(declare -f build_fabricbench); build='$build' carry='$carry' arch='$arch' \
-  jobs='$jobs' cmake_nccl=(${cmake_nccl[*]@Q}) FABRICBENCH_CHECK_CMAKE_ARGS='${FABRICBENCH_CHECK_CMAKE_ARGS:-}'; \
-  build_fabricbench" > "$out/build_fabricbench.log" 2>&1 &
+if [[ -n "$standin" ]]; then
+  # A dry run: nothing is built, every binary comes from the stand-in folder.
+  build_fabricbench() { echo "stand-in: no build"; }
+  build_nccl_tests() { echo "stand-in: no build"; }
+  build_nvbandwidth() { echo "stand-in: no build"; }
+fi
+cmake_nccl_words="${cmake_nccl[*]}"  # one -DNCCL_ROOT=... word at most: arrays do not export
+FABRICBENCH_CHECK_CMAKE_ARGS="${FABRICBENCH_CHECK_CMAKE_ARGS:-}"
+export build carry arch jobs nvcc cuda_home nccl_home cmake_nccl_words FABRICBENCH_CHECK_CMAKE_ARGS
+run_limited "$limit_build" build_fabricbench > "$out/build_fabricbench.log" 2>&1 &
 pid_fb=$!
-timeout "$limit_build" bash -c "$(declare -f build_nccl_tests); build='$build' carry='$carry' arch='$arch' \
-  jobs='$jobs' cuda_home='$cuda_home' nccl_home='$nccl_home'; build_nccl_tests" > "$out/build_nccl_tests.log" 2>&1 &
+run_limited "$limit_build" build_nccl_tests > "$out/build_nccl_tests.log" 2>&1 &
 pid_nt=$!
-timeout "$limit_build" bash -c "$(declare -f build_nvbandwidth); build='$build' carry='$carry' arch='$arch' \
-  nvcc='$nvcc' cuda_home='$cuda_home'; build_nvbandwidth" > "$out/build_nvbandwidth.log" 2>&1 &
+run_limited "$limit_build" build_nvbandwidth > "$out/build_nvbandwidth.log" 2>&1 &
 pid_nvb=$!
 built() {  # built NAME PID LOG
   if wait "$2"; then
@@ -174,21 +233,23 @@ have_nvbandwidth=0
 built "nvbandwidth" "$pid_nvb" "$out/build_nvbandwidth.log" && have_nvbandwidth=1
 ((build_only == 1)) && exit 0
 
-bin="$build/fabricbench/src/fabricbench"
-tests="$build/fabricbench/tests"
-nt="$build/nccl-tests"
+bin="${standin:-$build/fabricbench/src}/fabricbench"
+tests="${standin:-$build/fabricbench/tests}"
+nt="${standin:-$build/nccl-tests}"
+nvbandwidth_bin="${standin:-$build/nvbandwidth}/nvbandwidth"
+export bin tests nt
 failed=0
 log_of() { echo "$out/$(echo "$1" | tr -c 'a-zA-Z0-9\n' '_').log"; }
 step() {  # step NAME SECONDS COMMAND...: the output goes to $(log_of NAME)
   local name="$1" limit="$2" log rc
   shift 2
   log="$(log_of "$name")"
-  timeout "$limit" "$@" > "$log" 2>&1
+  run_limited "$limit" "$@" > "$log" 2>&1
   rc=$?
   if ((rc == 0)); then
     record "$name" "ok"
   else
-    record "$name" "FAIL rc=$rc$( ((rc == 124)) && echo " (over ${limit} s)") (log $log)"
+    record "$name" "FAIL rc=$rc$( ((rc == 124 || rc == 137)) && echo " (over ${limit} s)") (log $(basename "$log"))"
     tail -15 "$log"
     failed=1
   fi
@@ -240,7 +301,7 @@ refusal() {
   echo "exit $rc: $err"
   [[ $rc == 2 && $(printf '%s\n' "$err" | wc -l) == 1 && "$err" == "fabricbench: error: --allow-shared-gpu"* ]]
 }
-step "--gpus 1 --allow-shared-gpu: exit 2, one line" "$limit_refusal" bash -c "$(declare -f refusal); bin='$bin'; refusal"
+step "--gpus 1 --allow-shared-gpu: exit 2, one line" "$limit_refusal" refusal
 
 # ---- 5. fabricbench against nccl-tests -------------------------------------
 iters=50
@@ -250,15 +311,16 @@ if ((have_nccl_tests == 1)); then
   nccl_tests_runs() {
     local op size
     for op in sendrecv all_reduce; do
-      for size in "${sizes[@]}"; do
+      for size in $sizes_list; do
         echo "## $op $size"
         "$nt/${op}_perf" -b "$size" -e "$size" -g 1 -n "$iters" -w "$warmup" -c 0 || return 1
       done
     done
   }
   name="nccl-tests: sendrecv_perf, all_reduce_perf"
-  step "$name" "$limit_nccl_tests" bash -c \
-    "$(declare -f nccl_tests_runs); nt='$nt' iters=$iters warmup=$warmup sizes=(${sizes[*]}); nccl_tests_runs"
+  sizes_list="${sizes[*]}"
+  export iters warmup sizes_list
+  step "$name" "$limit_nccl_tests" nccl_tests_runs
   cp "$(log_of "$name")" "$out/nccl-tests.txt"
 else
   record "nccl-tests: sendrecv_perf, all_reduce_perf" "NOT RUN (nccl-tests did not build)"
@@ -274,7 +336,7 @@ step "topology probe (copy bandwidths)" "$limit_topo" env FABRICBENCH_BOOTSTRAP=
   FABRICBENCH_WORLD_SIZE=1 "$bin" topo --json "$out/topo.json"
 if ((have_nvbandwidth == 1)); then
   name="nvbandwidth: H2D, D2H, device-local (64 MiB)"
-  step "$name" "$limit_copies" "$build/nvbandwidth/nvbandwidth" \
+  step "$name" "$limit_copies" "$nvbandwidth_bin" \
     -t host_to_device_memcpy_ce device_to_host_memcpy_ce device_local_copy -b 64 -i 5
   cp "$(log_of "$name")" "$out/copies.txt"
   copies_source="nvbandwidth"
@@ -303,7 +365,7 @@ print("SUM device_local_copy", best(lambda: b.copy_(a, non_blocking=True)))
 PY
   }
   name="copies through PyTorch (nvbandwidth did not build)"
-  step "$name" "$limit_copies" bash -c "$(declare -f torch_copies); torch_copies"
+  step "$name" "$limit_copies" torch_copies
   cp "$(log_of "$name")" "$out/copies.txt"
   copies_source="PyTorch copies (nvbandwidth did not build: see build_nvbandwidth.log)"
 fi
@@ -342,31 +404,49 @@ if os.path.exists(path):
 fb = {}
 path = os.path.join(out, "fabricbench-compare.json")
 if os.path.exists(path):
-    for r in json.load(open(path)).get("records", []):
-        if r.get("time_us"):
-            fb[(r["op"], r["bytes"], r["placement"])] = (r["time_us"], r["algbw_gbs"], r["busbw_gbs"])
+    try:
+        records = json.load(open(path)).get("records", [])
+    except (OSError, ValueError) as e:
+        print(f"fabricbench-compare.json unreadable: {e}")
+        records = []
+    for r in records:
+        if isinstance(r, dict) and r.get("time_us") and all(k in r for k in ("op", "bytes", "placement")):
+            fb.setdefault((r["op"], r["bytes"], r["placement"]),
+                          (r["time_us"], r.get("algbw_gbs", 0.0), r.get("busbw_gbs", 0.0)))
 
 print(f"fabricbench against nccl-tests, one rank on GPU 0, {iters} timed iterations each")
 print(f"{'op':<10} {'size':>5} {'placement':<12} {'fb us':>9} {'nt us':>9} {'fb algbw':>9} {'nt algbw':>9} "
       f"{'fb/nt':>6}  note")
+
+
+def not_comparable(op, size, placement):
+    """Why a row says nothing about fabricbench on one GPU, or None."""
+    if placement == "in_place":
+        return "not comparable on one GPU: in place, one rank's op moves nothing (NCCL returns at once)"
+    if size == "1M":
+        return "not comparable on one GPU: at 1 MiB nccl-tests' host enqueue bounds its time"
+    return None
+
+
 for op in ("sendrecv", "allreduce"):
     for size in ("1M", "64M", "1G"):
         for placement in ("out_of_place", "in_place"):
             key = (op, unit[size], placement)
             a, b = fb.get(key), nccl.get(key)
-            note = ""
-            if op == "allreduce":
-                note = "1 rank: all-reduce is a copy, busbw 0 in both; algbw compared"
-            elif placement == "in_place":
-                note = "one buffer sent and received, as nccl-tests"
+            why = not_comparable(op, size, placement)
             if a is None or b is None:
                 missing = " and ".join(n for n, v in (("fabricbench", a), ("nccl-tests", b)) if v is None)
                 print(f"{op:<10} {size:>5} {placement:<12} {'-':>9} {'-':>9} {'-':>9} {'-':>9} {'-':>6}  "
                       f"no result from {missing}")
                 continue
-            ratio = a[1] / b[1] if b[1] > 0 else float("nan")
+            if why:
+                print(f"{op:<10} {size:>5} {placement:<12} {a[0]:>9.2f} {b[0]:>9.2f} {a[1]:>9.2f} {b[1]:>9.2f} "
+                      f"{'-':>6}  {why}")
+                continue
+            ratio = f"{a[0] / b[0]:.3f}" if b[0] > 0 else "-"
+            note = "time ratio (1 rank: a copy, busbw 0 in both)" if op == "allreduce" else "time ratio"
             print(f"{op:<10} {size:>5} {placement:<12} {a[0]:>9.2f} {b[0]:>9.2f} {a[1]:>9.2f} {b[1]:>9.2f} "
-                  f"{ratio:>6.3f}  {note}")
+                  f"{ratio:>6}  {note}")
 
 
 def find_gpus(node):
@@ -388,7 +468,10 @@ def find_gpus(node):
 probe = {}
 for name in ("topo.json", "run.json"):
     path = os.path.join(out, name)
-    gpus = find_gpus(json.load(open(path))) if os.path.exists(path) else None
+    try:
+        gpus = find_gpus(json.load(open(path))) if os.path.exists(path) else None
+    except (OSError, ValueError):
+        gpus = None
     if gpus:
         probe = {"h2d": gpus[0].get("h2d_gbs"), "d2h": gpus[0].get("d2h_gbs"), "local": gpus[0].get("local_copy_gbs")}
         break
@@ -415,11 +498,11 @@ print(f"topology probe against {copies_source}, GPU 0, 64 MiB copies (GB/s)")
 print(f"{'copy':<14} {'probe':>9} {'reference':>10} {'probe/ref':>10}")
 for k, label in (("h2d", "host->device"), ("d2h", "device->host"), ("local", "device-local")):
     a, b = probe.get(k), ref.get(k)
-    if a is None or b is None:
+    if a is None or b is None or not b:
         print(f"{label:<14} {a if a is not None else '-':>9} {b if b is not None else '-':>10} {'-':>10}")
     else:
         print(f"{label:<14} {a:>9.1f} {b:>10.1f} {a / b:>10.3f}")
-print("Both count each byte copied once. nvbandwidth times 16 copies per sample behind a spin kernel and reports the "
-      "median sample; the probe times single copies and keeps the best of 5.")
+print("Both count each byte copied once, and both queue their copies behind a spin kernel and report the median "
+      "of several samples.")
 PY
 exit $failed

@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
 # Fills .carry/ (ignored by git, never committed) with what a bare GPU
 # machine lacks to build and check fabricbench:
-#   include/    CLI11, nlohmann json and fmt headers (fmt is used header-only
-#               there), from this machine's Debian packages;
+#   include/    CLI11, nlohmann json and fmt headers, from this machine's
+#               Debian packages;
+#   lib/        Debian's compiled fmt (libfmt.so.9: glibc 2.33 and GCC 11's
+#               libstdc++ or newer), linked instead of header-only fmt, which
+#               doubles every file's compile time;
+#   nccl/include/ the NCCL headers of this machine's CUDA toolkit (nccl.h,
+#               nccl_device.h, nccl_device/): nccl-tests from v2.17 includes
+#               nccl_device.h with NCCL 2.28 and newer, which PyTorch's NCCL
+#               wheel may not ship; gpu-check.sh uses them only when their
+#               version is the wheel's;
 #   googletest/ the googletest sources (Debian's googletest package);
 #   nccl-tests/ NVIDIA's nccl-tests sources, copied from a checkout fetched
 #               beside the project (built there with MPI=0);
@@ -30,12 +38,14 @@ while (($#)); do
     --nccl-tests) nccl_tests="$2"; shift 2 ;;
     --nvbandwidth) nvbandwidth="$2"; shift 2 ;;
     --boost) boost="$2"; shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h | --help) sed -n '2,33p' "$0"; exit 0 ;;
     -*) echo "gpu-prepare: unknown option $1" >&2; exit 2 ;;
     *) carry="$1"; shift ;;
   esac
 done
 include="${FABRICBENCH_PREPARE_INCLUDE:-/usr/include}"
+fmt_lib="${FABRICBENCH_PREPARE_FMT_LIB:-$(find /usr/lib -maxdepth 2 -name 'libfmt.so.[0-9]*.*' 2>/dev/null | sort | head -1)}"
+nccl_include="${FABRICBENCH_PREPARE_NCCL_INCLUDE:-/usr/local/cuda/include}"
 gtest_src="${FABRICBENCH_PREPARE_GTEST:-/usr/src/googletest}"
 
 fail() { echo "gpu-prepare: $*" >&2; exit 1; }
@@ -53,9 +63,20 @@ done
 boost_lib="$(find "$boost/lib" -maxdepth 2 -name libboost_program_options.a 2>/dev/null | head -1)"
 [[ -n "$boost_lib" ]] || fail "no libboost_program_options.a under $boost/lib (apt-get install libboost-program-options-dev)"
 
+[[ -n "$fmt_lib" && -e "$fmt_lib" ]] || fail "no compiled fmt (libfmt.so.N.M.P) under /usr/lib (apt-get install libfmt-dev)"
+[[ -e "$nccl_include/nccl.h" && -e "$nccl_include/nccl_device.h" ]] ||
+  fail "no nccl.h and nccl_device.h in $nccl_include (FABRICBENCH_PREPARE_NCCL_INCLUDE: the CUDA toolkit's NCCL)"
+
 rm -rf "$carry"
-mkdir -p "$carry/include" "$carry/boost/include" "$carry/boost/lib"
+mkdir -p "$carry/include" "$carry/lib" "$carry/nccl/include" "$carry/boost/include" "$carry/boost/lib"
 cp -r "$include/CLI" "$include/nlohmann" "$include/fmt" "$carry/include/"
+# Under its soname (libfmt.so.9), which the linked binary looks for, and the
+# linker's name.
+fmt_soname="$(basename "$fmt_lib" | sed -E 's/^(libfmt\.so\.[0-9]+).*/\1/')"
+cp -L "$fmt_lib" "$carry/lib/$fmt_soname"
+ln -s "$fmt_soname" "$carry/lib/libfmt.so"
+cp -r "$nccl_include/nccl.h" "$nccl_include/nccl_device.h" "$carry/nccl/include/"
+[[ -d "$nccl_include/nccl_device" ]] && cp -r "$nccl_include/nccl_device" "$carry/nccl/include/"
 cp -r "$gtest_src" "$carry/googletest"
 # Sources only: no .git, no build output.
 copy_tree() {  # copy_tree FROM TO
@@ -80,7 +101,9 @@ cp -r "$boost/include/boost/config" "$carry/boost/include/boost/"
 cp "$boost_lib" "$carry/boost/lib/"
 {
   echo "Made by scripts/gpu-prepare.sh on $(date -u +%Y-%m-%dT%H:%MZ):"
-  echo "  include/, googletest/: for building fabricbench with -DFABRICBENCH_CARRY_DIR=<this folder>"
+  echo "  include/, lib/, googletest/: for building fabricbench with -DFABRICBENCH_CARRY_DIR=<this folder>"
+  echo "  lib/$fmt_soname from $fmt_lib"
+  echo "  nccl/include/ from $nccl_include (NCCL $(grep -m3 -E 'define NCCL_(MAJOR|MINOR|PATCH) ' "$nccl_include/nccl.h" | awk '{print $3}' | paste -sd.))"
   echo "  nccl-tests/ from $nccl_tests ($(git -C "$nccl_tests" describe --always --tags 2>/dev/null || echo 'no git'))"
   echo "  nvbandwidth/ from $nvbandwidth ($(git -C "$nvbandwidth" describe --always --tags 2>/dev/null || echo 'no git'))"
   echo "  boost/ from $boost ($(basename "$boost_lib"), $(grep -m1 'define BOOST_LIB_VERSION' "$boost/include/boost/version.hpp" | cut -d'"' -f2))"
