@@ -5,19 +5,31 @@
 // no kernels, so no nvcc. Every failure becomes a note in the topology.
 
 #include <dlfcn.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <cctype>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <utility>
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/error.hpp"
+#include "fabricbench/topology/detail/sysfs_files.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/topology/node_analysis.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
 #include "fabricbench/transport/cuda/cuda_support.hpp"
+#include "fabricbench/transport/cuda/kernels.hpp"
 
 // nvml.h comes with the CUDA toolkit's NVML development files; where it is
 // present, its link maximum is used.
@@ -235,13 +247,31 @@ void fill_from_nvml(const Nvml& nvml, GpuInfo& gpu, std::vector<std::string>& no
 }
 
 constexpr std::size_t copy_bytes = std::size_t{64} << 20;
-constexpr int copy_warmups = 2;
-constexpr int copy_repeats = 5;
+constexpr int copy_warmups = 1;  // samples
+constexpr int copy_samples = 5;
+constexpr int copies_per_sample = 8;
 constexpr auto copy_timeout = std::chrono::seconds(30);
 
-// Best of `copy_repeats` timed copies after warm-ups, in GB/s, on `device`'s
-// own stream; empty with a note on any failure or when a copy does not
-// finish within the timeout (never waits forever on the GPU). `enqueue`
+// Releases a stream hold whatever ends the sample: the spin kernel must not
+// run on to its own expiry.
+struct HoldRelease {
+  volatile int* flag;
+  explicit HoldRelease(volatile int* f) : flag(f) {}
+  HoldRelease(const HoldRelease&) = delete;
+  HoldRelease& operator=(const HoldRelease&) = delete;
+  ~HoldRelease() {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    flag[0] = 1;
+  }
+};
+
+// The median of `copy_samples` samples after warm-ups, in GB/s, on
+// `device`'s own stream: each sample is `copies_per_sample` copies enqueued
+// behind a spin kernel that holds the stream until all are queued (as
+// nvbandwidth times its copies), so the host's enqueue gap between copies
+// is not counted, and the median leaves out a sample that something else on
+// the machine slowed. Empty with a note on any failure or when a sample does
+// not finish within the timeout (never waits forever on the GPU). `enqueue`
 // returns the copy call's status.
 template <typename Enqueue>
 std::optional<double> time_copy(int device, const std::string& what, Enqueue enqueue, std::vector<std::string>& notes) {
@@ -250,32 +280,110 @@ std::optional<double> time_copy(int device, const std::string& what, Enqueue enq
     const Stream stream;
     const Event start;
     const Event stop;
-    double best_ms = 0;
-    for (int i = 0; i < copy_warmups + copy_repeats; ++i) {
-      FB_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
-      if (const cudaError_t rc = enqueue(stream.get()); rc != cudaSuccess) {
-        notes.push_back(fmt::format("{}: {}", what, cuda_error_text(rc)));
+    const MappedHostInts flags(2);
+    // NOLINTNEXTLINE(concurrency-mt-unsafe): read before any thread of this probe starts
+    const bool held = !launch_blocking([](const char* name) { return std::getenv(name); });
+    std::vector<double> samples_ms;
+    for (int i = 0; i < copy_warmups + copy_samples; ++i) {
+      flags.host()[0] = 0;
+      flags.host()[1] = 0;
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+      // Under CUDA_LAUNCH_BLOCKING=1 the hold's own launch would wait for
+      // its expiry: the copies are then timed unheld, enqueue gaps and all.
+      if (held)
+        FB_CUDA_CHECK(kernels::hold(flags.device(), flags.device() + 1,
+                                    static_cast<std::uint64_t>(copy_timeout.count()) * 1000000000U, stream.get()));
+      {
+        const HoldRelease release{flags.host()};
+        FB_CUDA_CHECK(cudaEventRecord(start.get(), stream.get()));
+        for (int k = 0; k < copies_per_sample; ++k) {
+          if (const cudaError_t rc = enqueue(stream.get()); rc != cudaSuccess) {
+            notes.push_back(fmt::format("{}: {}", what, cuda_error_text(rc)));
+            return std::nullopt;
+          }
+        }
+        FB_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
+      }
+      if (!wait_event_until(stop.get(), std::chrono::steady_clock::now() + copy_timeout)) {
+        notes.push_back(fmt::format("{}: the copies did not finish within {} s", what, copy_timeout.count()));
         return std::nullopt;
       }
-      FB_CUDA_CHECK(cudaEventRecord(stop.get(), stream.get()));
-      if (!wait_event_until(stop.get(), std::chrono::steady_clock::now() + copy_timeout)) {
-        notes.push_back(fmt::format("{}: the copy did not finish within {} s", what, copy_timeout.count()));
+      if (flags.host()[1] != 0) {
+        notes.push_back(fmt::format("{}: the stream hold expired before the copies were queued", what));
         return std::nullopt;
       }
       float ms = 0;
       FB_CUDA_CHECK(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-      if (i >= copy_warmups && ms > 0 && (best_ms == 0 || ms < best_ms)) best_ms = ms;
+      if (i >= copy_warmups && ms > 0) samples_ms.push_back(static_cast<double>(ms) / copies_per_sample);
     }
-    if (best_ms <= 0) {
+    if (samples_ms.empty()) {
       notes.push_back(fmt::format("{}: no copy took measurable time", what));
       return std::nullopt;
     }
-    return static_cast<double>(copy_bytes) / (best_ms * 1e-3) / 1e9;
+    std::sort(samples_ms.begin(), samples_ms.end());
+    const double median_ms = samples_ms[samples_ms.size() / 2];
+    return static_cast<double>(copy_bytes) / (median_ms * 1e-3) / 1e9;
   } catch (const std::exception& e) {
     notes.push_back(fmt::format("{}: {}", what, e.what()));
     return std::nullopt;
   }
 }
+
+// The NUMA node sysfs gives the GPU's PCI function, or nullopt (one node, or
+// not known).
+std::optional<int> gpu_numa_node(int device) {
+  std::array<char, 32> bus{};
+  if (cudaDeviceGetPCIBusId(bus.data(), static_cast<int>(bus.size()), device) != cudaSuccess) return std::nullopt;
+  std::string id(bus.data());
+  std::transform(id.begin(), id.end(), id.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const detail::FileText text =
+      detail::read_small_file(std::filesystem::path("/sys/bus/pci/devices") / id / "numa_node", 64);
+  if (!text.text) return std::nullopt;
+  try {
+    const int node = std::stoi(*text.text);
+    return node >= 0 ? std::optional<int>(node) : std::nullopt;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+// Pinned host memory on one NUMA node: anonymous pages bound (preferred) to
+// the node before they are touched, then registered with CUDA, so a host
+// copy measures the GPU's own node rather than wherever the probe's thread
+// ran. Move-only; unregistered and unmapped on destruction.
+class NodeLocalPinned {
+ public:
+  NodeLocalPinned(std::size_t bytes, std::optional<int> node) : bytes_(bytes) {
+    void* p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED) throw SystemError(fmt::format("mmap of {} MiB: {}", bytes >> 20, errno_text(errno)));
+    data_ = p;
+    if (node && *node < 64) {
+      // MPOL_PREFERRED (1): the node's pages when it has them, else any.
+      const unsigned long mask = 1UL << static_cast<unsigned>(*node);
+      bound_ = syscall(SYS_mbind, p, bytes, 1, &mask, 64UL, 0U) == 0;
+    }
+    std::memset(p, 0, bytes);  // first touch, on the node
+    if (const cudaError_t rc = cudaHostRegister(p, bytes, cudaHostRegisterDefault); rc != cudaSuccess) {
+      munmap(p, bytes);
+      data_ = nullptr;
+      throw SystemError(fmt::format("cudaHostRegister of {} MiB: {}", bytes >> 20, cuda_error_text(rc)));
+    }
+  }
+  NodeLocalPinned(const NodeLocalPinned&) = delete;
+  NodeLocalPinned& operator=(const NodeLocalPinned&) = delete;
+  ~NodeLocalPinned() {
+    if (data_ == nullptr) return;
+    FB_CUDA_WARN(cudaHostUnregister(data_));
+    munmap(data_, bytes_);
+  }
+  [[nodiscard]] void* get() const { return data_; }
+  [[nodiscard]] bool bound() const { return bound_; }
+
+ private:
+  std::size_t bytes_ = 0;
+  void* data_ = nullptr;
+  bool bound_ = false;
+};
 
 // One GPU's pair of copy buffers; empty with a note when they cannot be had.
 struct CopyBuffers {
@@ -437,21 +545,17 @@ class SystemGpuSource final : public GpuInfoSource {
     GpuBandwidth out;
     if (devices_ == 0) return out;
     out.method = fmt::format(
-        "cudaMemcpyAsync of {} MiB, best of {} after {} warm-ups, timed with CUDA events; host side pinned "
-        "(cudaMallocHost); device-to-device between GPUs with cudaMemcpyPeerAsync (peer access enabled where "
-        "CUDA allows); device-local is a copy within one GPU, counting the bytes copied once",
-        copy_bytes >> 20, copy_repeats, copy_warmups);
+        "cudaMemcpyAsync of {} MiB, {} copies a sample queued behind a spin kernel that holds the stream until "
+        "all are enqueued (as nvbandwidth), the median of {} samples after {} warm-up, timed with CUDA events; "
+        "host side pinned on each GPU's NUMA node (mbind, then cudaHostRegister); device-to-device between GPUs "
+        "with cudaMemcpyPeerAsync (peer access enabled where CUDA allows); device-local is a copy within one GPU, "
+        "counting the bytes copied once",
+        copy_bytes >> 20, copies_per_sample, copy_samples, copy_warmups);
     const auto n = static_cast<std::size_t>(devices_);
     out.h2d_gbs.resize(n);
     out.d2h_gbs.resize(n);
     out.local_copy_gbs.resize(n);
     out.d2d_gbs.assign(n, std::vector<std::optional<double>>(n));
-    std::optional<PinnedBuffer> host;
-    try {
-      host.emplace(copy_bytes);
-    } catch (const std::exception& e) {
-      out.notes.push_back(fmt::format("host-device copies: {} MiB of pinned memory: {}", copy_bytes >> 20, e.what()));
-    }
     std::vector<std::optional<CopyBuffers>> buffers;
     for (int d = 0; d < devices_; ++d) buffers.push_back(copy_buffers(d, out.notes));
     for (int d = 0; d < devices_; ++d) {
@@ -459,6 +563,17 @@ class SystemGpuSource final : public GpuInfoSource {
       if (!buffers[i]) continue;
       void* src = buffers[i]->a.get();
       void* dst = buffers[i]->b.get();
+      // Host buffers on this GPU's own node, as its host copies would be in a job.
+      std::optional<NodeLocalPinned> host;
+      try {
+        const std::optional<int> node = gpu_numa_node(d);
+        host.emplace(copy_bytes, node);
+        if (node && !host->bound())
+          out.notes.push_back(fmt::format("GPU {}: host buffer not bound to NUMA node {} (mbind refused)", d, *node));
+      } catch (const std::exception& e) {
+        out.notes.push_back(
+            fmt::format("GPU {} host-device copies: {} MiB of pinned memory: {}", d, copy_bytes >> 20, e.what()));
+      }
       if (host) {
         void* pinned = host->get();
         out.h2d_gbs[i] = time_copy(

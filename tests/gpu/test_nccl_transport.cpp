@@ -172,8 +172,11 @@ TEST(NcclTransport, BatchesAreTimedPlainAndAsGraph) {
     NcclOptions options;
     options.graph = graph;
     NcclTransport t(group[0], options);
+    // Out of place: on one rank NCCL makes an in-place all-reduce a no-op,
+    // so its batch would be events only and could read 0. Out of place it
+    // is a 1 MiB copy per iteration.
     const Counts c = counts_for(Op::allreduce, DType::float32, 1 << 20, 1);
-    const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::in_place, 0, c};
+    const OpSpec spec{Op::allreduce, DType::float32, RedOp::sum, Placement::out_of_place, 0, c};
     t.prepare(spec);
     for (const int iters : {1, 20, 600}) {
       const BatchTiming b = t.time_batch(spec, iters, true);
@@ -181,7 +184,9 @@ TEST(NcclTransport, BatchesAreTimedPlainAndAsGraph) {
       ASSERT_EQ(b.per_iteration.size(), static_cast<std::size_t>(iters));
       double sum = 0;
       for (const double s : b.per_iteration) sum += s;
-      EXPECT_NEAR(sum, b.seconds, b.seconds * 0.01 + 1e-6) << "graph " << graph;
+      // The stamps telescope to the batch but for the last stamp's distance
+      // to the end event; CUDA events resolve about 0.5 us each.
+      EXPECT_NEAR(sum, b.seconds, b.seconds * 0.01 + 2e-6) << "graph " << graph;
     }
   }
 }

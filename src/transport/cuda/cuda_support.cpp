@@ -1,5 +1,7 @@
 #include "fabricbench/transport/cuda/cuda_support.hpp"
 
+#include <dlfcn.h>
+
 #include <cstdio>
 #include <utility>
 
@@ -112,11 +114,29 @@ std::string nccl_runtime_version() {
   return fmt::format("{}.{}.{}", v / 10000, (v % 10000) / 100, v % 100);
 }
 
-DeviceGuard::DeviceGuard(int device) {
+namespace {
+// Whether the calling thread has a current CUDA context (a device was set
+// or used on it), through the driver's cuCtxGetCurrent as the runtime
+// reaches it: no link to libcuda. When the driver cannot be asked, true
+// (restore, as before).
+bool thread_has_context() {
+  using GetCurrent = int (*)(void**);  // CUresult cuCtxGetCurrent(CUcontext*)
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
+  if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 12000, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess || fn == nullptr)
+    return true;
+  void* context = nullptr;
+  return reinterpret_cast<GetCurrent>(fn)(&context) != 0 || context != nullptr;  // NOLINT(*-reinterpret-cast)
+}
+}  // namespace
+
+DeviceGuard::DeviceGuard(int device) : restore_(thread_has_context()) {
   FB_CUDA_CHECK(cudaGetDevice(&previous_));
-  if (previous_ != device) FB_CUDA_CHECK(cudaSetDevice(device));
+  if (previous_ != device || !restore_) FB_CUDA_CHECK(cudaSetDevice(device));
 }
 DeviceGuard::~DeviceGuard() {
+  if (!restore_) return;  // nothing was current: leave no context on device 0
   int now = -1;
   if (cudaGetDevice(&now) == cudaSuccess && now == previous_) return;
   FB_CUDA_WARN(cudaSetDevice(previous_));
@@ -135,22 +155,44 @@ PinnedBuffer::~PinnedBuffer() {
   if (data_ != nullptr) FB_CUDA_WARN(cudaFreeHost(data_));
 }
 
+NcclMemory nccl_memory() {
+  NcclMemory m;
+  // NOLINTBEGIN(cppcoreguidelines-pro-type-reinterpret-cast): dlsym's void* to a function
+  m.alloc = reinterpret_cast<ncclResult_t (*)(void**, std::size_t)>(::dlsym(RTLD_DEFAULT, "ncclMemAlloc"));
+  m.free = reinterpret_cast<ncclResult_t (*)(void*)>(::dlsym(RTLD_DEFAULT, "ncclMemFree"));
+  // NOLINTEND(cppcoreguidelines-pro-type-reinterpret-cast)
+  return m;
+}
+
 DeviceBuffer::DeviceBuffer(std::size_t bytes) : size_(bytes) {
   if (bytes == 0) return;
   FB_CUDA_CHECK(cudaMalloc(&data_, bytes));
 }
+DeviceBuffer::DeviceBuffer(std::size_t bytes, const NcclMemory& memory) : size_(bytes) {
+  if (bytes == 0) return;
+  if (!memory.available()) throw SystemError("ncclMemAlloc is not in the loaded NCCL (2.19 or newer has it)");
+  FB_NCCL_CHECK(memory.alloc(&data_, bytes));
+  nccl_free_ = memory.free;
+}
 DeviceBuffer::DeviceBuffer(DeviceBuffer&& other) noexcept
-    : data_(std::exchange(other.data_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : data_(std::exchange(other.data_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      nccl_free_(std::exchange(other.nccl_free_, nullptr)) {}
 DeviceBuffer& DeviceBuffer::operator=(DeviceBuffer&& other) noexcept {
   if (this != &other) {
     DeviceBuffer doomed(std::move(*this));
     data_ = std::exchange(other.data_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    nccl_free_ = std::exchange(other.nccl_free_, nullptr);
   }
   return *this;
 }
 DeviceBuffer::~DeviceBuffer() {
-  if (data_ != nullptr) FB_CUDA_WARN(cudaFree(data_));
+  if (data_ == nullptr) return;
+  if (nccl_free_ != nullptr)
+    FB_NCCL_WARN(nccl_free_(data_));
+  else
+    FB_CUDA_WARN(cudaFree(data_));
 }
 
 MappedHostInts::MappedHostInts(std::size_t count) {
@@ -253,6 +295,12 @@ PollState nccl_state(ncclComm_t comm, ncclResult_t* error) {
 
 void NcclComm::release() noexcept {
   if (comm_ == nullptr) return;
+  if (blocking_) {
+    // A blocking finalize has no deadline (see the header): abort, which
+    // returns once NCCL's own threads have stopped.
+    FB_NCCL_WARN(ncclCommAbort(std::exchange(comm_, nullptr)));
+    return;
+  }
   ncclResult_t error = ncclSuccess;
   const CommTeardown steps{[&] { return nccl_state(comm_, &error); },
                            [&] {
@@ -297,7 +345,8 @@ namespace {
 }
 }  // namespace
 
-void wait_event(cudaEvent_t event, NcclComm& comm, Deadline deadline, const std::string& what) {
+void wait_event(cudaEvent_t event, NcclComm& comm, Deadline deadline, const std::string& what,
+                const std::function<void()>& before_abort) {
   cudaError_t cuda = cudaSuccess;
   ncclResult_t nccl = ncclSuccess;
   const WaitEnd end = poll_until(
@@ -311,6 +360,7 @@ void wait_event(cudaEvent_t event, NcclComm& comm, Deadline deadline, const std:
       },
       deadline);
   if (end == WaitEnd::done) return;
+  if (before_abort) before_abort();
   if (end == WaitEnd::expired) expire(comm, what, "the GPU stream");
   if (cuda != cudaSuccess) {
     comm.abort();

@@ -165,6 +165,16 @@ NcclTransport::NcclTransport(const Comm& comm, const NcclOptions& options, NcclC
       hold_allowed_(!launch_blocking([](const char* name) { return std::getenv(name); })),
       control_(control.get() != nullptr ? std::move(control) : init_control(comm, options)) {
   const ErrorRankScope scope(rank_);
+  FB_NCCL_CHECK(ncclGetVersion(&nccl_version_));
+  if (options_.graph) {
+    nccl_memory_ = nccl_memory();
+    if (!nccl_memory_.available() && rank_ == 0)
+      std::fputs(fmt::format("fabricbench: note: --graph: NCCL {} has no ncclMemAlloc (2.19 and newer): buffers come "
+                             "from cudaMalloc, which NCCL cannot register for NVLS when a graph is captured\n",
+                             nccl_version_)
+                     .c_str(),
+                 stderr);
+  }
   split_measuring();
   member_device_.reset();
 }
@@ -220,6 +230,11 @@ std::optional<std::string> NcclTransport::unsupported(Op op, DType dtype, RedOp 
   return fmt::format("{} needs NCCL 2.24 or newer (built against {}.{}.{})", fabricbench::name(dtype), NCCL_MAJOR,
                      NCCL_MINOR, NCCL_PATCH);
 #else
+  // Built against 2.24+, but the library loaded may be older: its own
+  // version decides, or ncclFloat8* would be refused at the first call.
+  if (nccl_version_ < 22400)
+    return fmt::format("{} needs NCCL 2.24 or newer (the loaded NCCL is {}.{}.{})", fabricbench::name(dtype),
+                       nccl_version_ / 10000, nccl_version_ / 100 % 100, nccl_version_ % 100);
   if (gpu_.cc_major < 9)
     return fmt::format("{} needs a GPU of compute capability 9.0 or newer (GPU {} is {}.{})", fabricbench::name(dtype),
                        gpu_.index, gpu_.cc_major, gpu_.cc_minor);
@@ -242,7 +257,16 @@ std::string NcclTransport::describe(const OpSpec& spec) const {
                      this_hostname(), gpu_.index, gpu_.name, gpu_.pci_bus_id);
 }
 
-void NcclTransport::wait(cudaEvent_t event, const std::string& what) { wait_event(event, nccl_, deadline(), what); }
+void NcclTransport::wait(cudaEvent_t event, const std::string& what) {
+  // A hold still spinning is released before the communicator is aborted
+  // (cuda_support.hpp, wait_event); releasing one that is not running is
+  // harmless, as every held batch resets the flag first.
+  volatile int* release = hold_flags_.host();
+  wait_event(event, nccl_, deadline(), what, [release] {
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    release[0] = 1;
+  });
+}
 
 void NcclTransport::settle(const std::string& what) {
   FB_CUDA_CHECK(cudaEventRecord(end_.get(), stream_.get()));
@@ -255,8 +279,18 @@ void NcclTransport::prepare(const OpSpec& spec) {
   const std::size_t elt = element_size(spec.dtype);
   const std::size_t send_bytes = std::max(spec.counts.send, spec.counts.recv) * elt;
   const std::size_t recv_bytes = std::max(spec.counts.recv, spec.counts.send) * elt;
-  if (send_.size() < send_bytes) send_ = DeviceBuffer(send_bytes);
-  if (recv_.size() < recv_bytes) recv_ = DeviceBuffer(recv_bytes);
+  // Graph capture: NCCL's allocator, so NCCL can register the buffers
+  // (NVLS zero-copy) as nccl-tests -G does; else plain cudaMalloc, as
+  // nccl-tests allocates by default.
+  const auto buffer = [this](std::size_t bytes) {
+    return nccl_memory_.available() ? DeviceBuffer(bytes, nccl_memory_) : DeviceBuffer(bytes);
+  };
+  // At least 128 MiB each (above the L2 of any GPU so far: 60 MB on H200),
+  // so the per-iteration rotation has slots from the smallest size on, as
+  // nccl-tests sizes its buffers for the largest size before the first.
+  constexpr std::size_t rotation_floor = std::size_t{128} << 20;
+  if (send_.size() < send_bytes) send_ = buffer(std::max(send_bytes, rotation_floor));
+  if (recv_.size() < recv_bytes) recv_ = buffer(std::max(recv_bytes, rotation_floor));
 }
 
 void NcclTransport::fill(const OpSpec& spec) {
@@ -278,7 +312,18 @@ void NcclTransport::fill(const OpSpec& spec) {
   settle("filling the pattern for " + describe(spec));
 }
 
-void NcclTransport::issue(const OpSpec& spec, bool timed) {
+std::size_t NcclTransport::rotation_offset(const OpSpec& spec, std::size_t iteration) const {
+  // As nccl-tests' startColl: each timed iteration uses the next slot of
+  // the buffers, so a small message does not sit in L2 from one iteration
+  // to the next. Slots are whole 4 KiB pages of the point's larger side.
+  const std::size_t elt = element_size(spec.dtype);
+  const std::size_t used = std::max(spec.counts.send, spec.counts.recv) * elt;
+  const std::size_t slot = (used + 4095) / 4096 * 4096;
+  const std::size_t slots = slot > 0 ? std::min(send_.size(), recv_.size()) / slot : 1;
+  return slots > 1 ? slot * (iteration % slots) : 0;
+}
+
+void NcclTransport::issue(const OpSpec& spec, bool timed, std::size_t offset) {
   const bool in_place = spec.placement == Placement::in_place;
   const ncclDataType_t type = nccl_type(spec.dtype);
   const ncclRedOp_t op = nccl_op(spec.redop);
@@ -286,8 +331,8 @@ void NcclTransport::issue(const OpSpec& spec, bool timed) {
   const std::size_t count = spec.counts.param;
   ncclComm_t c = nccl_.get();
   cudaStream_t s = stream_.get();
-  std::byte* send = send_.bytes();
-  std::byte* recv = recv_.bytes();
+  std::byte* send = send_.bytes() + offset;
+  std::byte* recv = recv_.bytes() + offset;
   // Checked in place, send/recv and all-to-all stage the input first; timed,
   // they pass the one buffer twice, as nccl-tests' in-place columns do.
   const bool staged = !timed && p2p_in_place(spec);
@@ -316,9 +361,9 @@ void NcclTransport::issue(const OpSpec& spec, bool timed) {
     case Op::alltoall:
       FB_NCCL_CHECK(ncclGroupStart());
       for (int peer = 0; peer < size_; ++peer) {
-        const std::size_t offset = static_cast<std::size_t>(peer) * count * elt;
-        FB_NCCL_CHECK(ncclSend(source + offset, count, type, peer, c, s));
-        FB_NCCL_CHECK(ncclRecv(recv + offset, count, type, peer, c, s));
+        const std::size_t chunk = static_cast<std::size_t>(peer) * count * elt;
+        FB_NCCL_CHECK(ncclSend(source + chunk, count, type, peer, c, s));
+        FB_NCCL_CHECK(ncclRecv(recv + chunk, count, type, peer, c, s));
       }
       FB_NCCL_CHECK(ncclGroupEnd());
       break;
@@ -386,7 +431,7 @@ bool NcclTransport::enqueue_batch(const OpSpec& spec, int iters, bool per_iterat
     FB_CUDA_CHECK(cudaGraphLaunch(graph, s));
   } else {
     for (int i = 0; i < iters; ++i) {
-      issue(spec, true);
+      issue(spec, true, rotation_offset(spec, static_cast<std::size_t>(i)));
       if (per_iteration) FB_CUDA_CHECK(cudaEventRecord(marks_[static_cast<std::size_t>(i)].get(), s));
     }
   }
@@ -416,7 +461,7 @@ BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters, bool per_it
     FB_CUDA_CHECK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
     try {
       for (std::size_t i = 0; i < n; ++i) {
-        issue(spec, true);
+        issue(spec, true, rotation_offset(spec, i));
         if (per_iteration) FB_CUDA_CHECK(cudaEventRecordWithFlags(marks_[i].get(), s, cudaEventRecordExternal));
       }
     } catch (...) {

@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -108,6 +109,11 @@ std::string nccl_runtime_version();
 // Makes `device` current for the life of a scope and restores the device
 // that was current before (CUDA's current device is per thread and global to
 // it: a probe that visits every GPU must not leave the last one current).
+// Only a device that had a context is restored: before anything was set,
+// cudaGetDevice says 0, and since CUDA 12 cudaSetDevice(0) creates GPU 0's
+// primary context, so every rank of a node would put a context on GPU 0
+// (its memory, and a launch failure under exclusive-process mode). Whether
+// the thread had a context is asked of the driver (cuCtxGetCurrent).
 class DeviceGuard {
  public:
   explicit DeviceGuard(int device);
@@ -117,13 +123,28 @@ class DeviceGuard {
 
  private:
   int previous_ = -1;
+  bool restore_ = false;
 };
+
+// NCCL's own allocator (ncclMemAlloc and ncclMemFree, NCCL 2.19 and newer),
+// looked up in the loaded libnccl at run time, so that an older one still
+// loads; both null when it has none. Memory from it is what NCCL can
+// register for NVLS and zero-copy transfers when a CUDA graph is captured
+// (cudaMalloc'ed memory it cannot), as nccl-tests allocates for -G.
+struct NcclMemory {
+  ncclResult_t (*alloc)(void**, std::size_t) = nullptr;
+  ncclResult_t (*free)(void*) = nullptr;
+  [[nodiscard]] bool available() const { return alloc != nullptr && free != nullptr; }
+};
+NcclMemory nccl_memory();
 
 // Device memory; move-only. Freed with a warning, never a throw, on error.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   explicit DeviceBuffer(std::size_t bytes);
+  // From NCCL's allocator (`memory` must be available()).
+  DeviceBuffer(std::size_t bytes, const NcclMemory& memory);
   DeviceBuffer(DeviceBuffer&& other) noexcept;
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept;
   DeviceBuffer(const DeviceBuffer&) = delete;
@@ -136,6 +157,7 @@ class DeviceBuffer {
  private:
   void* data_ = nullptr;
   std::size_t size_ = 0;
+  ncclResult_t (*nccl_free_)(void*) = nullptr;  // set when NCCL allocated it
 };
 
 // Pinned host memory (cudaMallocHost); move-only.
@@ -216,11 +238,16 @@ class GraphExec {
   cudaGraphExec_t exec_ = nullptr;
 };
 
-// A NCCL communicator; move-only. Released by finalize, then (a
-// non-blocking one) polling until the finalize has finished, then destroy;
-// a communicator in error, or one whose finalize does not finish within its
-// teardown limit, is aborted instead. abort() is for a communicator that
-// may never finish its work.
+// A NCCL communicator; move-only. A non-blocking one is released by
+// finalize, polling until the finalize has finished, then destroy; one in
+// error, or one whose finalize does not finish within its teardown limit, is
+// aborted instead. A blocking one is aborted: its ncclCommFinalize runs
+// NCCL's commDestroySync (src/init.cc) in the calling thread, which meets
+// the node's other ranks at a bootstrap barrier before stopping its proxy
+// (a dead peer: never returns), so no deadline could bound it; its owner has
+// already drained its stream against one (NcclTransport's destructor), which
+// leaves abort nothing to cut short.
+// abort() is for a communicator that may never finish its work.
 class NcclComm {
  public:
   NcclComm() = default;
@@ -248,8 +275,12 @@ PollState nccl_state(ncclComm_t comm, ncclResult_t* error);
 
 // Polls until `event` has completed, checking `comm`'s asynchronous error
 // between polls. Past `deadline` aborts `comm` and throws TimeoutError with
-// `what` (the op, size, rank, host and GPU).
-void wait_event(cudaEvent_t event, NcclComm& comm, Deadline deadline, const std::string& what);
+// `what` (the op, size, rank, host and GPU). `before_abort` runs before any
+// abort: NCCL's abort frees host memory with cudaFreeHost, which waits for
+// the device, so a stream hold still spinning must be released first or
+// the abort waits for the hold's own expiry.
+void wait_event(cudaEvent_t event, NcclComm& comm, Deadline deadline, const std::string& what,
+                const std::function<void()>& before_abort = {});
 // Polls until `comm` has left ncclInProgress (after a non-blocking call);
 // aborts it and throws on an error or past the deadline.
 void wait_comm_ready(NcclComm& comm, Deadline deadline, const std::string& what);

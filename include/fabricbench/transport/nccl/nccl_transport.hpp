@@ -108,7 +108,9 @@ class NcclTransport final : public Transport {
  private:
   NcclTransport(const Comm& comm, const NcclOptions& options, NcclComm control);
   void split_measuring();
-  void issue(const OpSpec& spec, bool timed);
+  // `offset` (bytes, into both buffers): a timed iteration's slot.
+  void issue(const OpSpec& spec, bool timed, std::size_t offset = 0);
+  [[nodiscard]] std::size_t rotation_offset(const OpSpec& spec, std::size_t iteration) const;
   void settle(const std::string& what);
   void wait(cudaEvent_t event, const std::string& what);
   [[nodiscard]] bool enqueue_batch(const OpSpec& spec, int iters, bool per_iteration, const cudaGraphExec_t graph);
@@ -122,6 +124,9 @@ class NcclTransport final : public Transport {
   int rank_ = 0;
   int size_ = 1;
   GpuDescription gpu_;
+  int nccl_version_ = 0;  // the loaded library's (ncclGetVersion), not the headers'
+  // --graph: communication buffers from ncclMemAlloc where the library has it.
+  NcclMemory nccl_memory_;
   bool hold_allowed_ = true;
   int hold_limit_ = 0;  // a lower bound learnt from a watchdog release; 0: none
   // What the last timed batch ran: the first batch of anything else is not held.
