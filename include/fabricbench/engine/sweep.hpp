@@ -31,13 +31,12 @@ struct Measurement {
   PointCost cost;              // where its time went (this rank's clock)
 };
 
-// Measures `spec` on every member of `comm` (the transport's group): the data
-// check when enabled (its checked iteration is the first warm-up), warm-up
-// iterations until two in a row agree within the precision (at most the
-// policy's warm-up, and at least one timed one for adaptive counts), the iteration count decided on the group's rank 0
-// and split into four or more batches, and more batches until the spread of their means puts the mean within the
-// policy's precision or its max_time_ms (counted from the first batch) is up. `share_s` (read on the group's rank 0)
-// bounds the whole measurement: a count that does not fit is cut. Collective over the group.
+// Measures `spec` on every member of `comm` (the transport's group): the data check when enabled (its checked
+// iteration is the first warm-up), warm-up iterations until two in a row agree within the precision (at most the
+// policy's warm-up, and at least one timed one for adaptive counts), the iteration count decided on the group's
+// rank 0 and split into four or more batches, and more batches until the spread of their means puts the mean within
+// the policy's precision or its max_time_ms (counted from the first batch) is up. `share_s` (read on the group's
+// rank 0) bounds the whole measurement: a count that does not fit is cut. Collective over the group.
 Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec,
                        double share_s = unlimited_seconds);
 
