@@ -42,16 +42,20 @@ SampleStats summarize(std::span<const double> samples) {
   return s;
 }
 
-double relative_half_width(std::span<const double> samples) {
-  const SampleStats s = summarize(samples);
-  if (samples.size() < 2 || !(s.mean > 0.0)) return std::numeric_limits<double>::infinity();
+double student_t975(int df) {
   // Two-sided 97.5% quantiles of Student's t for 1..30 degrees of freedom;
   // the normal 1.96 beyond.
   static constexpr double t975[] = {12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228,
                                     2.201,  2.179, 2.160, 2.145, 2.131, 2.120, 2.110, 2.101, 2.093, 2.086,
                                     2.080,  2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042};
-  const std::size_t df = samples.size() - 1;
-  const double t = df <= std::size(t975) ? t975[df - 1] : 1.96;
+  if (df < 1) return std::numeric_limits<double>::infinity();
+  return static_cast<std::size_t>(df) <= std::size(t975) ? t975[df - 1] : 1.96;
+}
+
+double relative_half_width(std::span<const double> samples) {
+  const SampleStats s = summarize(samples);
+  if (samples.size() < 2 || !(s.mean > 0.0)) return std::numeric_limits<double>::infinity();
+  const double t = student_t975(static_cast<int>(std::min<std::size_t>(samples.size() - 1, 1000)));
   return t * s.cv / std::sqrt(static_cast<double>(samples.size()));
 }
 

@@ -228,7 +228,10 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
     int next = 0;
     if (lead && !out.cut && adaptive) {
       const double left = std::min(window.left_s(), timed.left_s());
-      next = more_iterations(policy, iters, relative_half_width(batch_means), local_seconds / iters, left);
+      const double reached = relative_half_width(batch_means);
+      const auto batches_so_far = static_cast<int>(batch_means.size());
+      if (precision_within_reach(policy, batches_so_far, reached, local_seconds / batches_so_far, left))
+        next = more_iterations(policy, iters, reached, local_seconds / iters, left);
     }
     round = comm.broadcast_value(next, 0);
     lap(cost.agree_ms);
@@ -293,6 +296,17 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
       cost.total_ms - (cost.fill_ms + cost.check_ms + cost.warmup_ms + cost.timed_ms + cost.samples_ms + cost.agree_ms);
   out.cost = cost;
   return out;
+}
+
+bool precision_within_reach(const IterationPolicy& policy, int batches, double precision_reached,
+                            double seconds_per_batch, double seconds_left) {
+  if (!(policy.precision > 0.0) || batches < 2 || !std::isfinite(precision_reached)) return true;
+  if (precision_reached <= policy.precision) return true;
+  // hw = t(b-1) cv / sqrt(b): the batches whose half-width meets the target,
+  // with the large-sample t (1.96) for them.
+  const double ratio = precision_reached / policy.precision * 1.96 / student_t975(batches - 1);
+  const double needed = static_cast<double>(batches) * ratio * ratio;
+  return (needed - static_cast<double>(batches)) * seconds_per_batch <= seconds_left;
 }
 
 int more_iterations(const IterationPolicy& policy, int done, double precision_reached, double seconds_per_iteration,

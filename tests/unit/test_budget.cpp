@@ -90,6 +90,25 @@ TEST(Precision, MoreIterationsDoublesWithinBoundsAndStopsWhenMet) {
   EXPECT_EQ(more_iterations(p, 5, 0.5, 1e-3, 10.0), 0);  // --iters is exact
 }
 
+// More batches are spent only where they can still reach the target in the
+// time left: the half-width falls as t / sqrt(batches).
+TEST(Precision, MoreBatchesOnlyWhereTheTargetIsWithinReach) {
+  IterationPolicy p;
+  p.precision = 0.01;
+  // 4 batches at 2%: about 6 batches in all would do; 2 more of 5 ms fit 80 ms.
+  EXPECT_TRUE(precision_within_reach(p, 4, 0.02, 5e-3, 0.080));
+  // At 5%: about 38 batches; 34 more of 5 ms do not fit 80 ms.
+  EXPECT_FALSE(precision_within_reach(p, 4, 0.05, 5e-3, 0.080));
+  EXPECT_TRUE(precision_within_reach(p, 4, 0.05, 5e-3, 0.200));
+  EXPECT_TRUE(precision_within_reach(p, 4, 0.005, 5e-3, 0.0));       // met already
+  EXPECT_TRUE(precision_within_reach(p, 1, HUGE_VAL, 5e-3, 0.080));  // unknown yet
+  p.precision = 0;
+  EXPECT_TRUE(precision_within_reach(p, 4, 0.05, 5e-3, 0.0));  // no target: more_iterations decides
+  EXPECT_DOUBLE_EQ(student_t975(3), 3.182);
+  EXPECT_DOUBLE_EQ(student_t975(100), 1.96);
+  EXPECT_TRUE(std::isinf(student_t975(0)));
+}
+
 TEST(RandomPairs, TheOrderIsAPermutationFixedBySeed) {
   EXPECT_EQ(seat_order(5, 0), (std::vector<int>{0, 1, 2, 3, 4}));
   for (const int n : {2, 7, 64, 513}) {

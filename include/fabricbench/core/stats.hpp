@@ -31,6 +31,10 @@ SampleStats summarize(std::span<const double> samples);
 // Infinite for fewer than 2 samples or a zero mean.
 double relative_half_width(std::span<const double> samples);
 
+// Student's t two-sided 97.5% quantile for `df` degrees of freedom (1.96
+// beyond 30; infinite below 1): the factor relative_half_width uses.
+double student_t975(int df);
+
 // Mean and spread of one figure over several runs.
 struct Spread {
   double mean = 0;

@@ -47,6 +47,16 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
 int more_iterations(const IterationPolicy& policy, int done, double precision_reached, double seconds_per_iteration,
                     double seconds_left);
 
+// Whether more batches can still bring the mean within the policy's
+// precision in `seconds_left`: with the batch means' spread as measured over
+// `batches` batches (half-width `precision_reached`), the half-width shrinks
+// as t / sqrt(batches), so the batches needed are known; when they do not fit
+// the time left, more batches cannot make the figure as certain as asked and
+// the loop stops there (the point is flagged precision_met false). True when
+// nothing is known yet (one batch, no target).
+bool precision_within_reach(const IterationPolicy& policy, int batches, double precision_reached,
+                            double seconds_per_batch, double seconds_left);
+
 // Callbacks, called on rank 0 only.
 struct SweepListener {
   // All placements of one (op, dtype, redop, size) point, as they complete.
