@@ -137,6 +137,7 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   // stops at the same iteration without a broadcast.
   const bool settle = adaptive && policy.precision > 0;
   std::vector<double> warm;
+  double warm_s = 0;  // the warm-up iterations' times (each the slowest rank's)
   bool settled = false;
   // Adaptive counts are sized from a timed warm-up: the checked iteration
   // (untimed, and cold) never stands in for it, so with -w 1 one timed
@@ -154,6 +155,12 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
         ++warmed;
         settled = settle && !warm.empty() && std::fabs(t - warm.back()) <= policy.precision * t;
         warm.push_back(t);
+        // Nor do warm-ups take longer than the timed iterations will
+        // (--min-time-ms): a 64 MiB iteration is warm after one, and four
+        // more cost as much as its timed batches. A cold first iteration
+        // (no check before it) never ends the warm-up alone.
+        warm_s += t;
+        if (settle && warm.size() >= (config.check ? 1U : 2U) && warm_s >= policy.min_time_ms * 1e-3) settled = true;
       }
     } else {
       const int n = std::max(warmup - warmed, 1);
