@@ -932,6 +932,11 @@ void apply_p2p_options(const CLI::App& cmd, const RawOptions& o, RunConfig& c) {
   if (!o.p2p_tests.empty())
     s.tests = parse_list<P2PTest>("--tests", o.p2p_tests, parse_p2p_test, all_p2p_tests(), "test");
   if (o.window < 1) throw UsageError(fmt::format("--window {}: must be 1 or above", o.window));
+  // Each message in flight is a request (MPI) or an op in one group (NCCL),
+  // allocated up front; osu_bw's window is 64.
+  constexpr int deepest_window = 4096;
+  if (o.window > deepest_window)
+    throw UsageError(fmt::format("--window {}: must be at most {} messages in flight", o.window, deepest_window));
   s.window = o.window;
 }
 
@@ -964,6 +969,13 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   if (o.min_iters < 1) throw UsageError(fmt::format("--min-iters {}: must be 1 or above", o.min_iters));
   if (o.max_iters < o.min_iters)
     throw UsageError(fmt::format("--max-iters {} is below --min-iters {}", o.max_iters, o.min_iters));
+  // A batch keeps one stamp per iteration: a million is 8 MB, and a million
+  // 1-µs iterations already take a second per batch.
+  constexpr int most_iterations = 1'000'000;
+  for (const auto& [flag, count] : {std::pair{"--warmup", o.warmup}, std::pair{"--iters", o.iters},
+                                    std::pair{"--min-iters", o.min_iters}, std::pair{"--max-iters", o.max_iters}})
+    if (count > most_iterations)
+      throw UsageError(fmt::format("{} {}: must be at most {} iterations", flag, count, most_iterations));
   c.iterations = {o.warmup, o.iters, o.min_time_ms, o.min_iters, o.max_iters};
   if (!(o.precision_pct >= 0.0) || o.precision_pct >= 100.0)
     throw UsageError(fmt::format("--precision {}: must be a percentage from 0 (off) to below 100", o.precision_pct));
@@ -1002,6 +1014,12 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   // A week: long enough for any step, short enough that milliseconds fit.
   constexpr double longest_timeout_s = 7 * 24 * 3600;
   if (!(o.timeout_s > 0.0)) throw UsageError(fmt::format("--timeout {}: must be above 0 seconds", o.timeout_s));
+  // The deadline covers start-up too (MPI's first agreement, NCCL's
+  // communicator), which alone can take a second; below a millisecond it
+  // once rounded to no time at all and failed every run at once.
+  if (o.timeout_s < 1.0)
+    throw UsageError(
+        fmt::format("--timeout {}: must be at least 1 second (the deadline covers start-up too)", o.timeout_s));
   if (!(o.timeout_s <= longest_timeout_s))
     throw UsageError(fmt::format("--timeout {}: must be at most {} seconds", o.timeout_s, longest_timeout_s));
   c.gpu = {o.gpus, o.allow_shared_gpu, o.graph || o.graph_launches > 0, o.timeout_s};
@@ -1079,6 +1097,29 @@ std::vector<std::string> option_names(const CLI::App& cmd) {
       fmt::format("{}: unknown option of {} (fabricbench {} --help lists them)", flag, cmd.get_name(), cmd.get_name()));
 }
 
+// Whole numbers are decimal: the parser underneath reads "010" as octal 8
+// and "0x10" as 16, which nobody typing --iters means. Leading zeros are
+// dropped ("010" is 10); any other form is refused with the value.
+void decimal_integers_only(CLI::App& cmd) {
+  const CLI::Validator decimal(
+      [](std::string& value) -> std::string {
+        const std::size_t sign = !value.empty() && (value[0] == '+' || value[0] == '-') ? 1 : 0;
+        const bool digits =
+            value.size() > sign && std::all_of(value.begin() + static_cast<std::ptrdiff_t>(sign), value.end(),
+                                               [](char c) { return c >= '0' && c <= '9'; });
+        if (!digits) return fmt::format("'{}' is not a whole decimal number", value);
+        const std::size_t first = std::min(value.find_first_not_of('0', sign), value.size() - 1);
+        value.erase(sign, first - sign);
+        return "";
+      },
+      "", "decimal");
+  for (CLI::Option* opt : cmd.get_options()) {
+    const std::string type = opt->get_type_name();
+    const std::string base = type.substr(0, type.find(':'));
+    if (base == "INT" || base == "UINT") opt->transform(decimal);
+  }
+}
+
 void refuse_no_equivalents(const CLI::App& cmd) {
   for (const NoEquivalent& n : no_equivalents) {
     const std::string names = n.names;
@@ -1101,6 +1142,7 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
     for (const OptionGroup& g : option_groups)
       if ((g.uses & s.bit) != 0) g.add(*cmd, options, s.command);
     if ((no_equivalent_group.uses & s.bit) != 0) no_equivalent_group.add(*cmd, options, s.command);
+    decimal_integers_only(*cmd);
     commands.push_back(cmd);
   }
 

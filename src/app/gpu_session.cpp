@@ -86,6 +86,21 @@ std::unique_ptr<Transport> start_nccl(const RunConfig& config, const Comm& world
 }
 #endif
 
+// --gpus N makes N communicator slots and threads: the count is checked
+// against the devices the process sees before any of them is made. "" when
+// it fits.
+std::string gpu_count_error(int gpus) {
+#if FABRICBENCH_HAVE_CUDA
+  const DeviceProbe probe = probe_devices();
+  if (probe.count == 0) return no_device_message(this_hostname(), probe.reason);
+  if (gpus <= probe.count) return "";
+  return fmt::format("--gpus {}: {} has {} visible CUDA device{} (one thread drives each)", gpus, this_hostname(),
+                     probe.count, probe.count == 1 ? "" : "s");
+#else
+  return fmt::format("--gpus {}: this build has no NCCL transport (built without CUDA and NCCL)", gpus);
+#endif
+}
+
 }  // namespace
 
 std::string no_device_message(const std::string& host, const std::string& reason) {
@@ -160,6 +175,10 @@ int run_local_group(const RunConfig& config, const std::function<int(const Comm&
   }
   if (std::getenv("FABRICBENCH_BOOTSTRAP") != nullptr) {  // NOLINT(concurrency-mt-unsafe)
     std::cerr << "fabricbench: error: --gpus and FABRICBENCH_BOOTSTRAP cannot be combined\n";
+    return exit_usage;
+  }
+  if (const std::string error = gpu_count_error(config.gpu.gpus); !error.empty()) {
+    std::cerr << "fabricbench: error: " << error << "\n";
     return exit_usage;
   }
   std::vector<Comm> members = make_thread_comms(config.gpu.gpus, timeout);

@@ -1,6 +1,7 @@
 #include "fabricbench/core/text_safety.hpp"
 
 #include <charconv>
+#include <cmath>
 
 #include <fmt/format.h>
 
@@ -27,10 +28,12 @@ std::string escaped(std::string_view text, bool keep_layout) {
   return out;
 }
 
+// A finite number: "-inf" and "-nan(…)" parse too, but a spreadsheet reads
+// them as formulas naming inf or nan.
 bool is_number(std::string_view text) {
   double value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-  return ec == std::errc() && end == text.data() + text.size();
+  return ec == std::errc() && end == text.data() + text.size() && std::isfinite(value);
 }
 
 }  // namespace

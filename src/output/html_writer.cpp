@@ -104,6 +104,9 @@ std::string size_label(double bytes) {
 // times a power of ten, about five of them.
 std::vector<double> nice_ticks(double top) {
   if (!(top > 0)) top = 1;
+  // A figure near the largest double (a hostile or broken file) still draws:
+  // the ticks' arithmetic stays finite.
+  top = std::min(top, std::numeric_limits<double>::max() / 16);
   const double raw = top / 5;
   const double mag = std::pow(10.0, std::floor(std::log10(raw)));
   double step = mag;
@@ -121,6 +124,15 @@ std::vector<double> nice_ticks(double top) {
 }
 
 std::string tick_text(double v) { return fmt::format("{:g}", v); }
+
+// The height of v on an axis from 0 to top drawn from bottom up to y_top,
+// kept inside the plot: a figure beyond the axis (one near the largest
+// double, from a hostile or broken file) sits on its edge, never at an
+// infinite or undefined coordinate.
+double plot_y(double v, double top, int y_top, int bottom) {
+  const double share = top > 0 ? v / top : 0.0;
+  return bottom - std::clamp(std::isnan(share) ? 0.0 : share, 0.0, 1.0) * (bottom - y_top);
+}
 
 // A y axis with round ticks and grid lines; returns the axis top.
 double y_axis(double ymax, int left, int right, int top, int bottom, std::ostream& out) {
@@ -219,7 +231,7 @@ void busbw_chart(const Report& report, const BusbwChart& chart, std::ostream& ou
   out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
                      W - L - R, H - T - B);
   const double ytop = y_axis(ymax * 1.05, L, W - R, T, H - B, out);
-  const auto py = [&](double y) { return H - B - y / ytop * (H - T - B); };
+  const auto py = [&](double y) { return plot_y(y, ytop, T, H - B); };
   // Size ticks at powers of two, at most about eight; the last size always
   // labelled (a tick too close before it gives way).
   const int span = static_cast<int>(std::ceil(lx1 - lx0));
@@ -294,7 +306,7 @@ void ladder_chart(const Report& report, const LadderChart& chart, std::ostream& 
   out << fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"#fafafa\" stroke=\"#ccc\"/>\n", L, T,
                      W - L - R, H - T - B);
   const double ytop = y_axis(ymax * 1.12, L, W - R, T, H - B, out);
-  const auto py = [&](double y) { return H - B - y / ytop * (H - T - B); };
+  const auto py = [&](double y) { return plot_y(y, ytop, T, H - B); };
   for (std::size_t i = 0; i < chart.levels.size(); ++i) {
     const double x = L + slot * (static_cast<double>(i) + 0.5);
     if (slant)
@@ -391,7 +403,7 @@ void gpu_ladder_section(const ReportRun& run, std::size_t index, std::ostream& o
     ctop = ticks.back();
     for (const double t : ticks)
       out << fmt::format("<text x=\"{}\" y=\"{:.1f}\" font-size=\"10\" fill=\"{}\">{}</text>\n", W - R + 4,
-                         H - B - t / ctop * (H - T - B) + 3, palette(1), tick_text(t));
+                         plot_y(t, ctop, T, H - B) + 3, palette(1), tick_text(t));
     out << fmt::format(
         "<text class=\"axis-title\" x=\"{0}\" y=\"{1}\" font-size=\"11\" text-anchor=\"middle\" fill=\"{2}\" "
         "transform=\"rotate(90 {0} {1})\">cost per job</text>\n",
@@ -399,7 +411,7 @@ void gpu_ladder_section(const ReportRun& run, std::size_t index, std::ostream& o
   }
   const double slot = static_cast<double>(W - L - R) / static_cast<double>(points.size());
   const auto px = [&](std::size_t i) { return L + slot * (static_cast<double>(i) + 0.5); };
-  const auto py = [&](double v, double top) { return H - B - v / top * (H - T - B); };
+  const auto py = [&](double v, double top) { return plot_y(v, top, T, H - B); };
   for (std::size_t i = 0; i < points.size(); ++i)
     out << fmt::format("<text x=\"{:.1f}\" y=\"{}\" font-size=\"11\" text-anchor=\"middle\">{}</text>\n", px(i),
                        H - B + 16, points[i].gpus);

@@ -29,9 +29,12 @@ class NoGpu(unittest.TestCase):
         self.assertEqual(proc.stdout, "")
 
     def test_gpus_without_launcher_says_the_same(self):
-        proc = run("sweep", "--gpus", "2", "-e", "1K")
-        self.assertEqual(proc.returncode, 2, proc.stderr)
-        self.assertRegex(proc.stderr, NO_DEVICE.format(host=re.escape(socket.gethostname())))
+        # Checked before a thread or a communicator slot is made: the largest
+        # count is refused as fast as a small one.
+        for gpus in ("2", "2147483647"):
+            proc = run("sweep", "--gpus", gpus, "-e", "1K")
+            self.assertEqual(proc.returncode, 2, proc.stderr)
+            self.assertRegex(proc.stderr, NO_DEVICE.format(host=re.escape(socket.gethostname())))
 
     def test_gpus_with_shared_gpu_is_refused_in_one_line(self):
         # NCCL refuses two ranks on one GPU in one process: refused whatever

@@ -292,6 +292,36 @@ TEST(Cli, GapsThatOnceMeantTheDefaultOrAnEndlessRunAreRefused) {
   EXPECT_EQ(parse({"sweep", "--price-per-gpu-hour", "0"}).report.price_per_gpu_hour, 0.0);
 }
 
+TEST(Cli, WholeNumbersAreDecimal) {
+  // Not octal, not hexadecimal: "010" is ten, and other forms are refused.
+  EXPECT_EQ(parse({"sweep", "--iters", "010"}).iterations.fixed_iters, 10);
+  EXPECT_EQ(parse({"sweep", "--iters", "+7"}).iterations.fixed_iters, 7);
+  EXPECT_EQ(parse({"sweep", "-w", "0"}).iterations.warmup, 0);
+  EXPECT_EQ(parse({"sweep", "-w", "000"}).iterations.warmup, 0);
+  EXPECT_EQ(error_of({"sweep", "--iters", "0x10"}), "--iters: '0x10' is not a whole decimal number");
+  EXPECT_EQ(error_of({"sweep", "--iters", "1e3"}), "--iters: '1e3' is not a whole decimal number");
+  EXPECT_EQ(error_of({"sweep", "--iters", " 5"}), "--iters: ' 5' is not a whole decimal number");
+  EXPECT_EQ(error_of({"sweep", "--iters", "-03"}), "--iters -3: must be 1 or above");
+  EXPECT_EQ(error_of({"p2p", "--sweep", "--window", "0b11"}), "--window: '0b11' is not a whole decimal number");
+  // A count is bounded before anything is sized by it.
+  EXPECT_EQ(error_of({"p2p", "--sweep", "--window", "2147483647"}),
+            "--window 2147483647: must be at most 4096 messages in flight");
+  EXPECT_EQ(parse({"p2p", "--sweep", "--window", "4096"}).p2p_sweep.window, 4096);
+  EXPECT_EQ(error_of({"sweep", "--iters", "2147483647"}), "--iters 2147483647: must be at most 1000000 iterations");
+  EXPECT_EQ(error_of({"sweep", "--max-iters", "1000001"}), "--max-iters 1000001: must be at most 1000000 iterations");
+  EXPECT_EQ(error_of({"sweep", "-w", "99999999"}), "--warmup 99999999: must be at most 1000000 iterations");
+  EXPECT_EQ(parse({"sweep", "--iters", "1000000"}).iterations.fixed_iters, 1000000);
+}
+
+TEST(Cli, ATimeoutBelowASecondIsRefused) {
+  EXPECT_EQ(error_of({"sweep", "-T", "0.0005"}),
+            "--timeout 0.0005: must be at least 1 second (the deadline covers start-up too)");
+  EXPECT_EQ(error_of({"sweep", "-T", "0.999"}),
+            "--timeout 0.999: must be at least 1 second (the deadline covers start-up too)");
+  EXPECT_EQ(error_of({"sweep", "-T", "-1"}), "--timeout -1: must be above 0 seconds");
+  EXPECT_EQ(parse({"sweep", "-T", "1"}).gpu.timeout_s, 1.0);
+}
+
 TEST(Cli, PlacementAndStorageOptionsParseAndRefuseBadValues) {
   const RunConfig run =
       parse({"run", "--storage-path", "/scratch", "--file-bytes", "64M", "--storage-per-node", "--island-ratio", "3",

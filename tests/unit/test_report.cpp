@@ -471,6 +471,20 @@ TEST(Report, HtmlEscapesText) {
   EXPECT_NE(html.str().find("a&lt;b&gt;.json"), std::string::npos);
 }
 
+TEST(Report, HtmlDrawsAHugeFigureWithFiniteCoordinates) {
+  RunResult r = read_result_file(golden_path("result.json"));
+  for (SweepRecord& record : r.records)
+    if (record.timing) record.timing->busbw_gbs = 1.79e308;  // near the largest double
+  std::vector<ReportRun> runs{{"huge.json", r, {}, Level::ok, {}}};
+  std::ostringstream html;
+  write_report_html(build_report(std::move(runs), {}, builtin_expectations()), html);
+  const std::string page = html.str();
+  EXPECT_NE(page.find("busbw-chart"), std::string::npos);
+  for (const char* bad : {"nan", "inf\"", "=\"-"})
+    EXPECT_EQ(page.find(bad), std::string::npos)
+        << bad << ": " << page.substr(page.find(bad) > 80 ? page.find(bad) - 80 : 0, 160);
+}
+
 TEST(Report, SingleRunTablesAndCsv) {
   const Report r = fixture_report({}, {"result.json"});
   std::ostringstream text, csv;

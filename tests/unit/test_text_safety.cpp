@@ -23,6 +23,10 @@ TEST(CsvSafeCell, DefusesFormulasAndKeepsNumbers) {
   EXPECT_EQ(csv_safe_cell("-5"), "-5");
   EXPECT_EQ(csv_safe_cell("-1.5e3"), "-1.5e3");
   EXPECT_EQ(csv_safe_cell("-x"), "'-x");
+  EXPECT_EQ(csv_safe_cell("-inf"), "'-inf");
+  EXPECT_EQ(csv_safe_cell("-nan(0x1)"), "'-nan(0x1)");
+  EXPECT_EQ(csv_safe_cell("-INF"), "'-INF");
+  EXPECT_EQ(csv_safe_cell("-1e999"), "'-1e999");
   EXPECT_EQ(csv_safe_cell("plain, text"), "\"plain, text\"");
   EXPECT_EQ(csv_safe_cell("two\nlines"), "two\\x0alines");
 }
