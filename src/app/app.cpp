@@ -34,6 +34,7 @@
 #include "fabricbench/output/p2p_writer.hpp"
 #include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/terminal_stream.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
 #include "fabricbench/topology/topology_analysis.hpp"
@@ -222,7 +223,7 @@ class RunPipeline {
     if (wants_storage()) storage();
     if (!lead_) return exit_ok;
     finish();
-    if (result_.budget && !config_.quiet) write_budget(*result_.budget, result_.duration_s, std::cout);
+    if (result_.budget && !config_.quiet) write_budget(*result_.budget, result_.duration_s, out_);
     return judge();
   }
 
@@ -318,13 +319,13 @@ class RunPipeline {
 
   void print_header() const {
     const RunInfo& info = result_.run;
-    std::cout << fmt::format("# fabricbench {} (git {}) transport {}: {} rank{} on {} node{}\n", result_.tool.version,
-                             result_.tool.git, info.transport, info.ranks, info.ranks == 1 ? "" : "s", info.nodes,
-                             info.nodes == 1 ? "" : "s");
+    out_ << fmt::format("# fabricbench {} (git {}) transport {}: {} rank{} on {} node{}\n", result_.tool.version,
+                        result_.tool.git, info.transport, info.ranks, info.ranks == 1 ? "" : "s", info.nodes,
+                        info.nodes == 1 ? "" : "s");
     for (int n = 0; n < layout_.nodes; ++n) {
       const int ranks = layout_.ranks_per_node[static_cast<std::size_t>(n)];
-      std::cout << fmt::format("#   node {} {}: {} rank{}\n", n, layout_.hostnames[static_cast<std::size_t>(n)], ranks,
-                               ranks == 1 ? "" : "s");
+      out_ << fmt::format("#   node {} {}: {} rank{}\n", n, layout_.hostnames[static_cast<std::size_t>(n)], ranks,
+                          ranks == 1 ? "" : "s");
     }
   }
 
@@ -335,7 +336,7 @@ class RunPipeline {
     ClusterTopology topology = gather_topology(
         world_, layout_,
         TopologyOptions{probe_roots(config_.sysfs_root, config_.procfs_root), config_.measure_topology});
-    if (lead_ && !config_.quiet) write_topology_summary(topology, std::cout);
+    if (lead_ && !config_.quiet) write_topology_summary(topology, out_);
     if (lead_) result_.topology = std::move(topology);
   }
 
@@ -367,7 +368,7 @@ class RunPipeline {
     if (!config_.quiet)
       for (std::size_t i = cuts_before; i < result_.budget->cuts.size(); ++i) {
         const Cut& c = result_.budget->cuts[i];
-        std::cout << fmt::format("# cut ({}): {}: {} {}\n", c.reason, name(c.phase), c.what, c.action);
+        out_ << fmt::format("# cut ({}): {}: {} {}\n", c.reason, name(c.phase), c.what, c.action);
       }
     save(config_, result_, started_, last_);
   }
@@ -393,18 +394,18 @@ class RunPipeline {
     health.findings = find_outliers(matrix.nodes, matrix.hosts,
                                     OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
     health.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    write_health(health, std::cout);
+    write_health(health, out_);
     // Shares are read on rank 0 only, so its budget alone is shortened.
     if (config_.on_finding == OnFinding::halve && budget_.limited() && !health.findings.empty() && result_.budget) {
       const double left = budget_.remaining_s();
       budget_.shorten(0.5);
       result_.budget->shortened_at_s = health.seconds;
-      std::cout << fmt::format(
+      out_ << fmt::format(
           "# budget: a host is named; the rest of the run keeps half of the {:.1f} s left "
           "(--on-finding halve)\n",
           left);
     }
-    std::cout << std::flush;
+    out_ << std::flush;
     result_.findings = health.findings;  // until the full matrix, if it runs whole, replaces them
     result_.health = std::move(health);
   }
@@ -458,7 +459,7 @@ class RunPipeline {
     if (!lead_) return;
     for (const LevelResult& l : scaling.levels)
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
-    if (!config_.quiet) write_ladder(scaling, std::cout);
+    if (!config_.quiet) write_ladder(scaling, out_);
     result_.scaling = std::move(scaling);
     save(config_, result_, started_, last_);
   }
@@ -470,7 +471,7 @@ class RunPipeline {
     ModelParallelResult mp = run_model_parallel(config_, *transport_, world_, layout_, pairs);
     if (!lead_) return;
     if (mp.tp_allreduce) result_.wrong_total += mp.tp_allreduce->wrong;
-    if (!config_.quiet) write_model_parallel(mp, std::cout);
+    if (!config_.quiet) write_model_parallel(mp, out_);
     result_.model_parallel = std::move(mp);
   }
 
@@ -490,7 +491,7 @@ class RunPipeline {
     if (!lead_) return;
     for (const GpuLevelResult& l : ladder.levels)
       for (const GpuSetResult& s : l.sets) result_.wrong_total += s.wrong;
-    if (!config_.quiet) write_gpu_ladder(ladder, std::cout);
+    if (!config_.quiet) write_gpu_ladder(ladder, out_);
     result_.gpu_ladder = std::move(ladder);
     save(config_, result_, started_, last_);
   }
@@ -507,11 +508,11 @@ class RunPipeline {
         shape.hosts.push_back(
             layout_.hostnames[static_cast<std::size_t>(layout_.node_of_rank[static_cast<std::size_t>(r)])]);
       shape.window = std::max(config_.p2p_sweep.window, 1);
-      if (!config_.quiet) write_p2p_sweep_header(shape, config_.p2p_sweep.tests, std::cout);
+      if (!config_.quiet) write_p2p_sweep_header(shape, config_.p2p_sweep.tests, out_);
     }
     P2PSweepResult sweep =
         run_p2p_sweep(config_, *transport_, world_, layout_, [this](std::span<const P2PRecord> records) {
-          if (!config_.quiet) write_p2p_sweep_row(records, std::cout);
+          if (!config_.quiet) write_p2p_sweep_row(records, out_);
           P2PSweepResult& so_far = *result_.p2p_sweep;
           so_far.records.insert(so_far.records.end(), records.begin(), records.end());
           if (!records.empty() && records.front().wrong) so_far.wrong += *records.front().wrong;
@@ -538,16 +539,16 @@ class RunPipeline {
       result_.findings = find_outliers(matrix.nodes, matrix.hosts,
                                        OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
     if (!config_.quiet) {
-      write_pairs(matrix, result_.findings, std::cout);
+      write_pairs(matrix, result_.findings, out_);
     } else {
-      for (const Finding& f : result_.findings) std::cout << "# " << f.message << '\n';
+      for (const Finding& f : result_.findings) out_ << "# " << f.message << '\n';
     }
     if (multi_node()) {
       result_.islands = find_latency_islands(matrix.nodes, matrix.hosts, config_.placement.island_ratio);
       if (!config_.quiet)
-        write_islands(*result_.islands, std::cout);
+        write_islands(*result_.islands, out_);
       else if (result_.islands->islands.size() > 1)
-        std::cout << "# " << result_.islands->message << '\n';
+        out_ << "# " << result_.islands->message << '\n';
     }
     result_.pairs = std::move(matrix);
     save(config_, result_, started_, last_);
@@ -559,9 +560,9 @@ class RunPipeline {
     if (!lead_) return;
     result_.wrong_total += b.wrong;
     if (!config_.quiet)
-      write_bisection(b, std::cout);
+      write_bisection(b, out_);
     else
-      std::cout << "# bisection: " << b.message << '\n';
+      out_ << "# bisection: " << b.message << '\n';
     result_.bisection = std::move(b);
     save(config_, result_, started_, last_);
   }
@@ -577,9 +578,9 @@ class RunPipeline {
     if (!lead_) return;
     result_.wrong_total += s.wrong_blocks;
     if (!config_.quiet)
-      write_storage(s, std::cout);
+      write_storage(s, out_);
     else
-      std::cout << "# storage: " << s.message << '\n';
+      out_ << "# storage: " << s.message << '\n';
     result_.storage = std::move(s);
     save(config_, result_, started_, last_);
   }
@@ -622,6 +623,9 @@ class RunPipeline {
   std::unique_ptr<Transport> transport_;
   RunResult result_;
   PrinterMultiplex printers_;  // rank 0: the table (sweeps) and the closing summary
+  // Rank 0's own lines (the header, the topology, the sections): they quote
+  // host names and strings probed on every node, escaped on the way out.
+  mutable TerminalSafeStream out_{std::cout};
 };
 
 int execute(const RunConfig& config, const Comm& world, Watchdog* watchdog = nullptr) {

@@ -82,6 +82,33 @@ class Topo(unittest.TestCase):
         self.assertIn("Debian GNU/Linux 12 (bookworm)", proc.stdout)
         validate(self, self.json)
 
+    def test_probed_text_cannot_drive_the_terminal(self):
+        # A model name with a clear-screen and a title sequence, an OS name
+        # with a C1 control: printed escaped, recorded as they are.
+        root = self.fixture("cloud-vm")
+        cpuinfo = os.path.join(root, "proc", "cpuinfo")
+        with open(cpuinfo, encoding="utf-8") as f:
+            text = f.read()
+        with open(cpuinfo, "w", encoding="utf-8") as f:
+            f.write(text.replace("Intel(R) Xeon(R) CPU", "\x1b[2J\x1b]0;owned\x07Xeon"))
+        os_release = os.path.join(root, "etc", "os-release")
+        with open(os_release, encoding="utf-8") as f:
+            text = f.read()
+        with open(os_release, "w", encoding="utf-8") as f:
+            f.write(text.replace("Debian GNU/Linux 12", "Debian\u009b2J 12"))
+        proc = mpirun(1, "topo", "--no-measure", "--sysfs-root", os.path.join(root, "sys"), "--procfs-root",
+                      os.path.join(root, "proc"), "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        for raw in ("\x1b", "\x07", "\u009b"):
+            self.assertNotIn(raw, proc.stdout)
+        self.assertIn("\\x1b[2J\\x1b]0;owned\\x07Xeon", proc.stdout)
+        self.assertIn("Debian\\u009b2J 12", proc.stdout)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            node = json.load(f)["topology"]["nodes"][0]
+        self.assertEqual(node["host"]["cpu_model"], "\x1b[2J\x1b]0;owned\x07Xeon @ 2.20GHz")
+        self.assertTrue(node["host"]["os"].startswith("Debian\u009b2J 12"), node["host"]["os"])
+
     def test_inside_one_server_is_shown_and_judged(self):
         expected = {"pcie-switch-2x2": [], "pcie-switch-2-4": ["pcie_oversubscribed"],
                     "pcie-switch-acs": ["acs_redirect"], "pcie-switch-iommu": ["iommu_translated"],
