@@ -1,8 +1,13 @@
 #include "fabricbench/model/reader.hpp"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
-#include <fstream>
+#include <memory>
 
 #include <fmt/format.h>
 
@@ -44,12 +49,37 @@ RunResult result_from_json(const nlohmann::json& document, const std::string& la
 }
 
 RunResult read_result_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  // Opened without waiting (a fifo with no writer would block the open) and
+  // judged by what was opened, not by the name: only a regular file of at
+  // most largest_result_file_bytes is read.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // NOLINT(cppcoreguidelines-pro-type-vararg)
+  if (fd < 0) throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(::fdopen(fd, "rb"), &std::fclose);
+  if (!file) {
+    ::close(fd);
+    throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  if (!S_ISREG(st.st_mode))
+    throw UsageError(fmt::format("{}: is {}, not a regular file; report reads result files only", path,
+                                 S_ISDIR(st.st_mode)    ? "a folder"
+                                 : S_ISFIFO(st.st_mode) ? "a fifo"
+                                 : S_ISSOCK(st.st_mode) ? "a socket"
+                                                        : "a device"));
+  const auto bytes = static_cast<std::size_t>(st.st_size);
+  if (bytes > largest_result_file_bytes)
+    throw UsageError(fmt::format("{}: {} bytes, above the {} GiB a result file may have", path, bytes,
+                                 largest_result_file_bytes >> 30U));
   // Parsed as it is read: a large file's text, document and result are
   // never in memory all at once.
-  const json document = parse_bounded_json(in, path);
-  return result_from_json(document, path);
+  json document = parse_bounded_json(file.get(), bytes, path);
+  try {
+    return result_from_json(document, path);
+  } catch (...) {
+    dismantle_json(document);  // out of memory included: the document goes without allocating
+    throw;
+  }
 }
 
 }  // namespace fabricbench

@@ -86,6 +86,23 @@ class BadFiles(unittest.TestCase):
         self.one_line(wrong, "wrong.json: records/0/busbw_gbs: -1 is less than the minimum 0")
         self.one_line(os.path.join(self.dir.name, "none.json"), "none.json: cannot read")
 
+    def test_fifo_folder_oversized_and_dense_files_are_refused_at_once(self):
+        # A fifo with no writer once hung report; a folder gave exit 4.
+        fifo = os.path.join(self.dir.name, "pipe.json")
+        os.mkfifo(fifo)
+        self.one_line(fifo, "pipe.json: is a fifo, not a regular file; report reads result files only")
+        self.one_line(self.dir.name, ": is a folder, not a regular file; report reads result files only")
+        # Sparse: a size past the limit costs no disk.
+        huge = os.path.join(self.dir.name, "huge.json")
+        with open(huge, "wb") as f:
+            f.truncate((1 << 30) + 1)
+        self.one_line(huge, "huge.json: 1073741825 bytes, above the 1 GiB a result file may have")
+        # Empty objects once took 38 bytes of memory per byte of file.
+        dense = os.path.join(self.dir.name, "dense.json")
+        with open(dense, "w", encoding="utf-8") as f:
+            f.write("[" + ",".join(["{}"] * 3_000_000) + "]")
+        self.one_line(dense, "dense.json: its JSON would take more than ")
+
 
 class Outputs(unittest.TestCase):
     def setUp(self):

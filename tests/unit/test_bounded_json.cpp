@@ -1,6 +1,8 @@
 #include "fabricbench/core/bounded_json.hpp"
 
 #include <chrono>
+#include <fstream>
+#include <iterator>
 #include <string>
 
 #include <gtest/gtest.h>
@@ -54,6 +56,35 @@ TEST(ParseBoundedJson, EveryParserFailureNamesTheFile) {
   EXPECT_EQ(
       usage_error([] { (void)parse_bounded_json(R"({"x": )", "f.json"); }).rfind("f.json: truncated or not JSON: ", 0),
       0U);
+}
+
+TEST(ParseBoundedJson, MemoryIsBoundedByTheTextsSize) {
+  // Two million empty objects in 6 MB of text would take 190 MB: refused at
+  // the bound, which is 16 bytes per byte of text plus 16 MiB.
+  std::string empties = "[{}";
+  for (int i = 1; i < 2'000'000; ++i) empties += ",{}";
+  empties += "]";
+  const std::string error = usage_error([&] { (void)parse_bounded_json(empties, "e.json"); });
+  EXPECT_EQ(error.rfind("e.json: its JSON would take more than 107 MiB of memory (16 bytes per byte of its 6000001 "
+                        "bytes, plus 16 MiB)",
+                        0),
+            0U)
+      << error;
+  // What fabricbench writes stays well inside: the golden results, pretty
+  // and compact, take at most 8 bytes per byte.
+  for (const char* name : {"result.json", "run_a.json", "run_b.json"}) {
+    std::ifstream in(std::string(FABRICBENCH_GOLDEN_DIR) + "/" + name);
+    const std::string pretty((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const json doc = parse_bounded_json(pretty, name);
+    const std::string compact = doc.dump();
+    EXPECT_LE(json_memory_estimate(doc), 8 * compact.size()) << name;
+    EXPECT_EQ(parse_bounded_json(compact, name), doc);
+  }
+  // Long strings and keys are charged for their characters, twice (the
+  // capacity a string grown by doubling may keep).
+  const json text = {{std::string(1000, 'k'), std::string(100000, 'v')}};
+  EXPECT_GE(json_memory_estimate(text), 202000U);
+  EXPECT_LE(json_memory_estimate(text), 3 * text.dump().size());
 }
 
 json schema_with(const json& property) { return json{{"type", "object"}, {"properties", {{"v", property}}}}; }

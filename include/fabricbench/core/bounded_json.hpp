@@ -12,7 +12,7 @@
 
 #include <cmath>
 #include <cstddef>
-#include <istream>
+#include <cstdio>
 #include <limits>
 #include <optional>
 #include <string>
@@ -27,14 +27,39 @@ namespace fabricbench {
 // Deeper than any result, schema or expectations file needs (they use 8).
 inline constexpr int max_json_depth = 64;
 
+// The memory a parsed document may take, from the size of its text. A
+// result fabricbench wrote takes 4 to 7 bytes per byte of its file (a
+// 4096-rank result and the golden files, pretty or compact); 16 leaves room
+// for a compact file of short keys, while a file of nothing but empty
+// objects would take 32. Past the bound the parse stops with a UsageError
+// before the memory is taken.
+inline constexpr std::size_t json_memory_per_byte = 16;
+inline constexpr std::size_t json_memory_slack = std::size_t{16} << 20;
+constexpr std::size_t json_memory_budget(std::size_t text_bytes) {
+  return json_memory_slack + json_memory_per_byte * text_bytes;
+}
+
 // Parses `text`. Throws UsageError:
 //   "LABEL: nested deeper than 64 levels at records/0/x/x/..."
 //   "LABEL: truncated or not JSON: <where and what>"
 //   "LABEL: a number is out of range: number overflow parsing '1e309'"
+//   "LABEL: its JSON would take more than 12 bytes of memory per byte ..."
 nlohmann::json parse_bounded_json(std::string_view text, const std::string& label, int max_depth = max_json_depth);
-// The same from a stream, read as it is parsed: a large file's text is never
-// held whole beside its document.
-nlohmann::json parse_bounded_json(std::istream& in, const std::string& label, int max_depth = max_json_depth);
+// The same from an open file of `file_bytes` bytes, read as it is parsed: a
+// large file's text is never held whole beside its document.
+nlohmann::json parse_bounded_json(std::FILE* file, std::size_t file_bytes, const std::string& label,
+                                  int max_depth = max_json_depth);
+
+// Empties `document` without allocating. nlohmann's destructor takes a
+// vector as long as the largest container to avoid deep recursion, which
+// fails when memory has run out and, in a destructor, ends the process; a
+// document dropped while an allocation failure unwinds goes through this
+// first (parse_bounded_json does so itself).
+void dismantle_json(nlohmann::json& document) noexcept;
+
+// What the parser's accounting charges for one document (bytes), the
+// measure json_memory_budget bounds; for tests and the fuzz target.
+std::size_t json_memory_estimate(const nlohmann::json& document);
 
 // The value of `v` as T when it is an integer that T holds: a JSON integer,
 // or an integral floating-point number (JSON Schema counts 2.0 as an
