@@ -1,12 +1,16 @@
 #include "fabricbench/core/safe_file.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
+#include <thread>
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -56,10 +60,58 @@ struct Temporary {
   int fd = -1;
 };
 
+// The temporaries being written now, and whether the run is ending (the
+// watchdog's thread writing the last words, then ending the process): a
+// write another thread finishes after that would replace the last words
+// with an older result, so it is dropped instead.
+struct Unfinished {
+  std::mutex mutex;
+  std::set<std::string> names;
+  bool ending = false;
+  std::thread::id ender;
+};
+
+Unfinished& unfinished() {
+  static Unfinished u;
+  return u;
+}
+
+// ".<name>.XXXXXX" fits a name of up to 255 bytes (NAME_MAX): a long target
+// name is shortened in its temporary's.
 Temporary make_temporary(const std::string& path) {
-  std::string name = fmt::format("{}/.{}.XXXXXX", folder_of(path), base_of(path));
+  constexpr std::size_t name_max = 255;
+  constexpr std::size_t added = 8;  // the dot in front and ".XXXXXX"
+  std::string base = base_of(path);
+  if (base.size() > name_max - added) base.resize(name_max - added);
+  std::string name = fmt::format("{}/.{}.XXXXXX", folder_of(path), base);
+  Unfinished& u = unfinished();
+  const std::lock_guard lock(u.mutex);
   const int fd = mkostemp(name.data(), O_CLOEXEC);
+  if (fd >= 0) u.names.insert(name);
   return {fd < 0 ? std::string() : name, fd};
+}
+
+void forget_temporary(const std::string& name) {
+  Unfinished& u = unfinished();
+  const std::lock_guard lock(u.mutex);
+  u.names.erase(name);
+}
+
+// Renames the temporary onto `path` (0, or the errno), unless the run is
+// ending and this is not the thread that ends it: the temporary is removed
+// and the thread waits for the process to end.
+int commit_temporary(const Temporary& temp, const std::string& path) {
+  Unfinished& u = unfinished();
+  std::unique_lock lock(u.mutex);
+  if (u.ending && u.ender != std::this_thread::get_id()) {
+    ::unlink(temp.name.c_str());
+    u.names.erase(temp.name);
+    lock.unlock();
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  const int err = ::rename(temp.name.c_str(), path.c_str()) == 0 ? 0 : errno;
+  u.names.erase(temp.name);
+  return err;
 }
 
 mode_t process_umask() {
@@ -86,6 +138,20 @@ bool write_all(int fd, const std::string& bytes) {
 
 }  // namespace
 
+void begin_final_writes() noexcept {
+  Unfinished& u = unfinished();
+  const std::lock_guard lock(u.mutex);
+  u.ending = true;
+  u.ender = std::this_thread::get_id();
+}
+
+void remove_unfinished_temporaries() noexcept {
+  Unfinished& u = unfinished();
+  const std::lock_guard lock(u.mutex);
+  for (const std::string& name : u.names) ::unlink(name.c_str());
+  u.names.clear();
+}
+
 void check_output_target(const std::string& path, const std::string& flag) {
   if (path.empty()) throw UsageError(fmt::format("{}: empty file name", flag));
   if (const auto st = stat_of(path); st && !S_ISREG(st->st_mode))
@@ -95,6 +161,7 @@ void check_output_target(const std::string& path, const std::string& flag) {
   if (probe.fd < 0) throw UsageError(fmt::format("{} {}: cannot write there: {}", flag, path, std::strerror(errno)));
   ::close(probe.fd);
   ::unlink(probe.name.c_str());
+  forget_temporary(probe.name);
 }
 
 void check_distinct_outputs(const std::vector<NamedOutput>& outputs, const std::vector<std::string>& inputs) {
@@ -128,6 +195,9 @@ void check_distinct_outputs(const std::vector<NamedOutput>& outputs, const std::
 void write_file_safely(const std::string& path, const std::function<void(std::ostream&)>& produce) {
   std::ostringstream content;
   produce(content);
+  // Taken out of the stream before the temporary exists: running out of
+  // memory here leaves nothing behind.
+  const std::string text = std::move(content).str();
   const std::optional<struct stat> target = stat_of(path);
   if (target && !S_ISREG(target->st_mode))
     throw SystemError(fmt::format("{}: is {}, not a regular file; not replaced", path, kind_of(target->st_mode)));
@@ -135,15 +205,15 @@ void write_file_safely(const std::string& path, const std::function<void(std::os
   if (temp.fd < 0)
     throw SystemError(fmt::format("cannot create a temporary file for {}: {}", path, std::strerror(errno)));
   const mode_t mode = target ? (target->st_mode & 0777) : (0666 & ~process_umask());
-  const bool written = write_all(temp.fd, content.str()) && ::fchmod(temp.fd, mode) == 0 && ::fsync(temp.fd) == 0;
+  const bool written = write_all(temp.fd, text) && ::fchmod(temp.fd, mode) == 0 && ::fsync(temp.fd) == 0;
   const int write_errno = errno;
   if (::close(temp.fd) != 0 || !written) {
     const int err = written ? errno : write_errno;
     ::unlink(temp.name.c_str());
+    forget_temporary(temp.name);
     throw SystemError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
   }
-  if (::rename(temp.name.c_str(), path.c_str()) != 0) {
-    const int err = errno;
+  if (const int err = commit_temporary(temp, path); err != 0) {
     ::unlink(temp.name.c_str());
     throw SystemError(fmt::format("cannot rename {} to {}: {}", temp.name, path, std::strerror(err)));
   }

@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/sizes.hpp"
 
 namespace fabricbench {
@@ -140,6 +141,7 @@ void Watchdog::fire(const std::string& reason, int code) {
   std::signal(SIGTERM, SIG_DFL);
   // A signal reaches every rank (mpirun passes it on): one line, the lead's.
   if (code != signal_code_ || grace_.count() == 0) std::cerr << "fabricbench: error: " << reason << '\n' << std::flush;
+  begin_final_writes();
   {
     const std::lock_guard lock(words_mutex_);
     try {
@@ -154,6 +156,7 @@ void Watchdog::fire(const std::string& reason, int code) {
                 << ": " << e.what() << '\n';
     }
   }
+  remove_unfinished_temporaries();
   std::cout << std::flush;
   std::fflush(nullptr);
   // The main thread is blocked inside MPI and cannot unwind: end here. Under

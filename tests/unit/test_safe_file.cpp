@@ -1,10 +1,14 @@
 #include "fabricbench/core/safe_file.hpp"
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -90,6 +94,50 @@ TEST_F(SafeFileTest, AFailingProducerLeavesTheTargetAsItWas) {
   put(target, "old");
   EXPECT_THROW(write_file_safely(target.string(), [](std::ostream&) { throw SystemError("stop"); }), SystemError);
   EXPECT_EQ(read(target), "old");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+TEST_F(SafeFileTest, ANameOfTheLongestLegalLengthIsWritten) {
+  // 255 bytes (NAME_MAX): its temporary's name is shortened, not refused.
+  const fs::path target = dir_ / std::string(255, 'n');
+  check_output_target(target.string(), "--json");
+  write_file_safely(target.string(), [](std::ostream& o) { o << "{}"; });
+  EXPECT_EQ(read(target), "{}");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
+// What the watchdog does when a signal ends the run while another thread is
+// writing the same file: in a child process, as the real end is _Exit.
+TEST_F(SafeFileTest, TheLastWordsAreNotReplacedAndNoTemporaryStays) {
+  const fs::path target = dir_ / "r.json";
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    std::atomic<int> stage{0};
+    // The run's own write of the file, reaching its rename after the end
+    // began (it held an older result).
+    std::thread late([&] {
+      write_file_safely(target.string(), [&](std::ostream& o) {
+        o << "older";
+        stage = 1;
+        while (stage < 2) std::this_thread::yield();
+      });
+      std::_Exit(3);  // never reached: the write is dropped and waits for the end
+    });
+    while (stage < 1) std::this_thread::yield();
+    begin_final_writes();
+    write_file_safely(target.string(), [](std::ostream& o) { o << "last words"; });
+    stage = 2;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the late rename would land now
+    remove_unfinished_temporaries();
+    std::_Exit(4);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 4);
+  EXPECT_EQ(read(target), "last words");
+  // Only the target: the dropped write's temporary is gone.
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
 }
 

@@ -43,4 +43,15 @@ void check_distinct_outputs(const std::vector<NamedOutput>& outputs, const std::
 // file; `path` is then unchanged and the temporary gone.
 void write_file_safely(const std::string& path, const std::function<void(std::ostream&)>& produce);
 
+// The run is ending (the watchdog, on a signal or a deadline, from its own
+// thread): from now on only the calling thread's writes land. Another
+// thread's write that reaches its rename is dropped (its temporary removed)
+// and that thread waits for the process to end, so the last words saved
+// are never replaced by an older result.
+void begin_final_writes() noexcept;
+
+// Removes every temporary still being written; called just before the
+// process ends without unwinding (std::_Exit), so none is left behind.
+void remove_unfinished_temporaries() noexcept;
+
 }  // namespace fabricbench
