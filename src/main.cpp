@@ -41,6 +41,14 @@ int main(int argc, char** argv) {
           if (!lead) give_the_lead_time_to_report();
           throw;
         }
+        const auto measure = [&] {
+          try {
+            return run_measurements(&argc, &argv, parsed.config);
+          } catch (const UsageError&) {  // refused before MPI is up: the lead alone says why
+            if (!lead) give_the_lead_time_to_report();
+            throw;
+          }
+        };
         if (parsed.exit_now) {
           if (lead) std::cout << parsed.text;
           return parsed.exit_code;
@@ -51,7 +59,7 @@ int main(int argc, char** argv) {
         }
         // Reports read files only: no MPI, no transport.
         if (parsed.config.command == Command::report) return run_report(parsed.config, std::cout);
-        return run_measurements(&argc, &argv, parsed.config);
+        return measure();
       },
       Guard{lead, {}, {}});
 }

@@ -655,11 +655,11 @@ void validate_for_transport(const RunConfig& config, const Transport& transport)
 
 int run_measurements(int* argc, char*** argv, const RunConfig& config) {
   if (wants_local_group(config)) {
-    if (launcher_rank() != 0 || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr) {  // NOLINT(concurrency-mt-unsafe)
-      std::cerr << "fabricbench: error: --gpus is for one process without a launcher; under mpirun run one rank "
-                   "per GPU\n";
-      return exit_usage;
-    }
+    if (launcher_rank() != 0 || std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr)  // NOLINT(concurrency-mt-unsafe)
+      throw UsageError(
+          fmt::format("{} is for processes started without a launcher; under mpirun or srun run one "
+                      "rank per GPU",
+                      config.gpu.gpus > 0 ? "--gpus" : "FABRICBENCH_BOOTSTRAP"));
     return run_local_group(config, [&config](const Comm& comm) { return execute(config, comm); });
   }
   const MpiSession session(argc, argv);

@@ -181,6 +181,21 @@ class BadInput(unittest.TestCase):
                 self.assertRegex(lines[0], message)
                 self.assertNotIn("MPI_ABORT", proc.stdout + proc.stderr)
 
+    def test_a_launcherless_mode_under_mpirun_is_one_line_naming_it(self):
+        # Every rank refuses it; only the lead says so, naming what was given.
+        proc = mpirun(2, "sweep", "--gpus", "2", timeout=60)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertEqual(proc.stderr.count("fabricbench: error:"), 1, proc.stderr)
+        self.assertIn("fabricbench: error: --gpus is for processes started without a launcher; under mpirun or srun "
+                      "run one rank per GPU", proc.stderr)
+        cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", "2",
+               "-x", "FABRICBENCH_BOOTSTRAP=/nonexistent", ARGS.binary, "sweep"]
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        self.assertEqual(proc.stderr.count("fabricbench: error:"), 1, proc.stderr)
+        self.assertIn("fabricbench: error: FABRICBENCH_BOOTSTRAP is for processes started without a launcher",
+                      proc.stderr)
+
 
 class PointToPointSweep(unittest.TestCase):
     """p2p --sweep: osu_latency, osu_bw and osu_bibw over sizes between two ranks."""
