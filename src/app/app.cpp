@@ -662,12 +662,17 @@ int run_measurements(int* argc, char*** argv, const RunConfig& config) {
                       config.gpu.gpus > 0 ? "--gpus" : "FABRICBENCH_BOOTSTRAP"));
     return run_local_group(config, [&config](const Comm& comm) { return execute(config, comm); });
   }
+  // MPI calls wait without a deadline: the watchdog gives them one, and ends
+  // the run on SIGINT and SIGTERM with the files saved. It starts before MPI
+  // does: MPI's own start-up waits on every rank too, and a rank stopped
+  // there would otherwise hang the job (the launcher's rank is MPI's).
+  const int rank = launcher_rank();
+  Watchdog watchdog(std::chrono::milliseconds(static_cast<std::int64_t>(config.gpu.timeout_s * 1000.0)),
+                    this_hostname(), rank, rank == 0, exit_error, exit_interrupted);
+  Watchdog::note_phase("MPI start-up");
   const MpiSession session(argc, argv);
   const Comm world = Comm::world();
-  // MPI calls wait without a deadline: the watchdog gives them one, and ends
-  // the run on SIGINT and SIGTERM with the files saved.
-  Watchdog watchdog(std::chrono::milliseconds(static_cast<std::int64_t>(config.gpu.timeout_s * 1000.0)),
-                    this_hostname(), world.rank(), world.rank() == 0, exit_error, exit_interrupted);
+  Watchdog::note_phase("start-up");
   return run_guarded(
       [&] { return execute(config, world, &watchdog); },
       Guard{world.rank() == 0, fmt::format("{} rank {}", this_hostname(), world.rank()), [&world](const std::string&) {

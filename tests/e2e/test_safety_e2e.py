@@ -10,6 +10,7 @@ import copy
 import json
 import os
 import signal
+import socket
 import stat
 import subprocess
 import sys
@@ -341,6 +342,25 @@ class Deadlines(unittest.TestCase):
         self.assertRegex(err, r"fabricbench: error: timeout: rank \d on \S+ waited more than 5 s in the sweep "
                               r"phase, (allreduce|allgather|sendrecv) at \d+ KiB \(--timeout 5\)")
         self.assertRegex(status["reason"], r"^timeout: rank \d on \S+ waited more than 5 s in the sweep phase")
+
+    def test_a_rank_stopped_before_mpi_is_up_ends_the_job_at_the_deadline(self):
+        # Rank 1 stops before MPI_Init, so rank 0 waits in MPI's own start-up:
+        # the watchdog covers it (the job once hung until killed from outside).
+        sweep = ["sweep", "--sizes", "64", "--ops", "allreduce", "--timeout", "3", "--json", self.json]
+        cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", "1",
+               ARGS.binary, *sweep, ":", "-np", "1", "sh", "-c", 'kill -STOP $$; exec "$0" "$@"', ARGS.binary, *sweep]
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+        try:
+            _, err = proc.communicate(timeout=120)  # a hang, not a slow end, fails this
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            self.fail("the job did not end after the deadline")
+        self.assertEqual(proc.returncode, 4, err)
+        lines = [l for l in err.splitlines() if l.startswith("fabricbench: ")]
+        self.assertEqual(lines, ["fabricbench: error: timeout: rank 0 on " + socket.gethostname() +
+                                 " waited more than 3 s in the MPI start-up phase (--timeout 3)"], err)
+        self.assertFalse(os.path.exists(self.json))  # the ranks never met: nothing to record
 
     def test_sigint_saves_and_exits_5(self):
         proc = self.start(0)
