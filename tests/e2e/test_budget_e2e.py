@@ -52,7 +52,7 @@ class Budget(unittest.TestCase):
         min_iters = 100000
         unbudgeted = 3 * 2 * 8 * 2.0
         proc, wall = mpirun(2, "sweep", "--transport", "mpi", "--budget", f"{budget}s", "--min-time-ms", "2000",
-                            "--min-iters", str(min_iters), "--max-iters", "100000000",
+                            "--min-iters", str(min_iters), "--max-iters", "1000000",
                             "--sizes", "8,1K,4K,16K,64K,256K,1M,4M", "--json", self.json)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
