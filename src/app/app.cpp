@@ -7,6 +7,7 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 
 #include <unistd.h>
 
@@ -665,19 +666,24 @@ int run_measurements(int* argc, char*** argv, const RunConfig& config) {
   // MPI calls wait without a deadline: the watchdog gives them one, and ends
   // the run on SIGINT and SIGTERM with the files saved. It starts before MPI
   // does: MPI's own start-up waits on every rank too, and a rank stopped
-  // there would otherwise hang the job (the launcher's rank is MPI's).
+  // there would otherwise hang the job (the launcher's rank is MPI's). It
+  // ends before MPI_Finalize, as the run does: once a rank has exited with
+  // its code, the launcher's SIGTERM to the others is no interruption.
   const int rank = launcher_rank();
-  Watchdog watchdog(std::chrono::milliseconds(static_cast<std::int64_t>(config.gpu.timeout_s * 1000.0)),
-                    this_hostname(), rank, rank == 0, exit_error, exit_interrupted);
+  std::optional<Watchdog> watchdog;
+  watchdog.emplace(std::chrono::milliseconds(static_cast<std::int64_t>(config.gpu.timeout_s * 1000.0)), this_hostname(),
+                   rank, rank == 0, exit_error, exit_interrupted);
   Watchdog::note_phase("MPI start-up");
   const MpiSession session(argc, argv);
   const Comm world = Comm::world();
   Watchdog::note_phase("start-up");
-  return run_guarded(
-      [&] { return execute(config, world, &watchdog); },
+  const int code = run_guarded(
+      [&] { return execute(config, world, &*watchdog); },
       Guard{world.rank() == 0, fmt::format("{} rank {}", this_hostname(), world.rank()), [&world](const std::string&) {
               if (world.size() > 1) world.abort(exit_error);
             }});
+  watchdog.reset();
+  return code;
 }
 
 }  // namespace fabricbench
