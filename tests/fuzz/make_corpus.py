@@ -97,6 +97,15 @@ def result_reader():
     variant("hostname-escape.json", lambda d: d["run"]["hostnames"].__setitem__(0, "a-node-1\u001b[2J\u0007"))
     # Finding 11: a number beyond double.
     put(t, "time-1e309.json", dumps(base).replace('"time_us": 43.690666666666665', '"time_us": 1e309', 1))
+    # Round three: a file denser in memory than any result (empty objects,
+    # which once took 38 bytes per byte); long keys and strings, whose grown
+    # capacity the parser's accounting once left out; a busbw near the
+    # largest double, which once drew "-nan" coordinates in the HTML.
+    put(t, "dense-empty-objects.json", "[" + ",".join(["{}"] * 20000) + "]\n")
+    put(t, "long-keys-and-strings.json", "{" + ",".join(
+        f'"{"k" * 32}{i}": "{"v" * 39}"' for i in range(1000)) + "}\n")
+    variant("busbw-1p79e308.json", lambda d: [r.update({"busbw_gbs": 1.79e308}) for r in d["records"]
+                                              if "busbw_gbs" in r])
 
 
 def gate():
