@@ -1,14 +1,13 @@
 #include "fabricbench/output/printer.hpp"
 
 #include <ostream>
-#include <sstream>
 #include <utility>
 
 #include <fmt/format.h>
 
-#include "fabricbench/core/text_safety.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/terminal_stream.hpp"
 
 namespace fabricbench {
 namespace {
@@ -54,27 +53,22 @@ class FilePrinter final : public Printer {
 
 class TerminalSafePrinter final : public Printer {
  public:
-  TerminalSafePrinter(std::ostream& out, const PrinterFactory& make) : out_(&out), inner_(make(buffer_)) {}
+  TerminalSafePrinter(std::ostream& out, const PrinterFactory& make) : safe_(out), inner_(make(safe_)) {}
   void context(const RunConfig& config, const RunInfo& run) override {
     inner_->context(config, run);
-    flush();
+    safe_.flush();
   }
   void point(std::span<const SweepRecord> placements) override {
     inner_->point(placements);
-    flush();
+    safe_.flush();
   }
   void finalize(const Report& report) override {
     inner_->finalize(report);
-    flush();
+    safe_.flush();
   }
 
  private:
-  void flush() {
-    *out_ << terminal_safe(buffer_.str()) << std::flush;
-    buffer_.str({});
-  }
-  std::ostream* out_;
-  std::ostringstream buffer_;  // before inner_, which is built on it
+  TerminalSafeStream safe_;  // before inner_, which is built on it
   std::unique_ptr<Printer> inner_;
 };
 

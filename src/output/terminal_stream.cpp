@@ -12,15 +12,23 @@ TerminalSafeStream::TerminalSafeStream(std::ostream& terminal) : std::ostream(nu
 
 TerminalSafeStream::~TerminalSafeStream() { escaper_.pubsync(); }
 
+std::streamsize TerminalSafeStream::Escaper::xsputn(const char* s, std::streamsize n) {
+  if (n <= 0) return 0;
+  // A 0xC2 held from the last write leads this one; one at the end waits.
+  std::string text;
+  text.reserve(static_cast<std::size_t>(n) + 1);
+  if (held_c2_) text += '\xc2';
+  text.append(s, static_cast<std::size_t>(n));
+  held_c2_ = text.back() == '\xc2';
+  if (held_c2_) text.pop_back();
+  if (!text.empty()) *out_ << terminal_safe(text);
+  return out_->good() ? n : 0;
+}
+
 TerminalSafeStream::Escaper::int_type TerminalSafeStream::Escaper::overflow(int_type c) {
   if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
   const char ch = traits_type::to_char_type(c);
-  std::string text;
-  if (held_c2_) text += '\xc2';
-  held_c2_ = ch == '\xc2';
-  if (!held_c2_) text += ch;
-  if (!text.empty()) *out_ << terminal_safe(text);
-  return out_->good() ? c : traits_type::eof();
+  return xsputn(&ch, 1) == 1 ? c : traits_type::eof();
 }
 
 int TerminalSafeStream::Escaper::sync() {

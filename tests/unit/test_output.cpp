@@ -12,6 +12,7 @@
 #include "scratch_dir.hpp"
 
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/output/terminal_stream.hpp"
 
 namespace fabricbench {
 namespace {
@@ -52,6 +53,19 @@ TEST_F(OutputTest, UnwritablePathIsAUsageErrorNamingFlagAndPath) {
   EXPECT_NO_THROW(check_writable((dir_ / "ok.json").string(), "--json"));
   EXPECT_FALSE(fs::exists(dir_ / "ok.json"));
   EXPECT_THROW(write_file_atomically(bad, [](std::ostream& out) { out << "x"; }), SystemError);
+}
+
+TEST(TerminalSafeStream, EscapesWhatTerminalSafeEscapesAcrossWrites) {
+  std::ostringstream terminal;
+  {
+    TerminalSafeStream out(terminal);
+    out << "host \x1b[2Jx\tok\n";
+    // A C1 control split between two writes, and a character at a time.
+    out << "a\xc2";
+    out << "\x9b" << 'b' << '\xc2' << '\x85';
+    out << "caf\xc3\xa9 \xc2";  // UTF-8 kept; a 0xC2 at the very end waits for the flush
+  }
+  EXPECT_EQ(terminal.str(), "host \\x1b[2Jx\tok\na\\u009bb\\u0085caf\xc3\xa9 \xc2");
 }
 
 }  // namespace

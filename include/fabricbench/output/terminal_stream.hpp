@@ -17,14 +17,16 @@ class TerminalSafeStream final : public std::ostream {
   ~TerminalSafeStream() override;
 
  private:
-  // Unbuffered: each character is escaped and passed on at once, so text
-  // written here and text written straight to `out` keep their order. A
-  // 0xC2 byte waits for the next one (together they may be a C1 control).
+  // Unbuffered: each write (a formatted line arrives whole) is escaped and
+  // passed on at once, so text written here and text written straight to
+  // `out` keep their order. A 0xC2 byte at the end of a write waits for the
+  // next one (together they may be a C1 control).
   class Escaper final : public std::streambuf {
    public:
     explicit Escaper(std::ostream& out) : out_(&out) {}
 
    protected:
+    std::streamsize xsputn(const char* s, std::streamsize n) override;
     int_type overflow(int_type c) override;
     int sync() override;
 
