@@ -35,16 +35,6 @@ std::string base_of(const std::string& path) {
   return slash == std::string::npos ? path : path.substr(slash + 1);
 }
 
-// The kind of a non-regular file, for the message.
-const char* kind_of(mode_t mode) {
-  if (S_ISDIR(mode)) return "a folder";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a fifo";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 // The target as it is now (following symlinks): nullopt when it does not
 // exist, else its stat.
 std::optional<struct stat> stat_of(const std::string& path) {
@@ -138,6 +128,15 @@ bool write_all(int fd, const std::string& bytes) {
 
 }  // namespace
 
+const char* file_kind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a folder";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a fifo";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 void begin_final_writes() noexcept {
   Unfinished& u = unfinished();
   const std::lock_guard lock(u.mutex);
@@ -156,7 +155,7 @@ void check_output_target(const std::string& path, const std::string& flag) {
   if (path.empty()) throw UsageError(fmt::format("{}: empty file name", flag));
   if (const auto st = stat_of(path); st && !S_ISREG(st->st_mode))
     throw UsageError(fmt::format("{} {}: is {}, not a regular file; results go only to regular files", flag, path,
-                                 kind_of(st->st_mode)));
+                                 file_kind(st->st_mode)));
   const Temporary probe = make_temporary(path);
   if (probe.fd < 0) throw UsageError(fmt::format("{} {}: cannot write there: {}", flag, path, std::strerror(errno)));
   ::close(probe.fd);
@@ -200,7 +199,7 @@ void write_file_safely(const std::string& path, const std::function<void(std::os
   const std::string text = std::move(content).str();
   const std::optional<struct stat> target = stat_of(path);
   if (target && !S_ISREG(target->st_mode))
-    throw SystemError(fmt::format("{}: is {}, not a regular file; not replaced", path, kind_of(target->st_mode)));
+    throw SystemError(fmt::format("{}: is {}, not a regular file; not replaced", path, file_kind(target->st_mode)));
   const Temporary temp = make_temporary(path);
   if (temp.fd < 0)
     throw SystemError(fmt::format("cannot create a temporary file for {}: {}", path, std::strerror(errno)));

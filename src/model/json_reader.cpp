@@ -6,13 +6,13 @@
 
 #include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <memory>
 
 #include <fmt/format.h>
 
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/model/result_consistency.hpp"
 #include "fabricbench/model/result_json.hpp"
 #include "fabricbench/model/schema_validate.hpp"
@@ -49,24 +49,23 @@ RunResult result_from_json(const nlohmann::json& document, const std::string& la
 }
 
 RunResult read_result_file(const std::string& path) {
+  const auto cannot_read = [&path] { return UsageError(fmt::format("{}: cannot read: {}", path, errno_text(errno))); };
   // Opened without waiting (a fifo with no writer would block the open) and
   // judged by what was opened, not by the name: only a regular file of at
   // most largest_result_file_bytes is read.
   const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);  // NOLINT(cppcoreguidelines-pro-type-vararg)
-  if (fd < 0) throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  if (fd < 0) throw cannot_read();
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> file(::fdopen(fd, "rb"), &std::fclose);
   if (!file) {
+    const UsageError error = cannot_read();
     ::close(fd);
-    throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+    throw error;
   }
   struct stat st {};
-  if (::fstat(fd, &st) != 0) throw UsageError(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  if (::fstat(fd, &st) != 0) throw cannot_read();
   if (!S_ISREG(st.st_mode))
-    throw UsageError(fmt::format("{}: is {}, not a regular file; report reads result files only", path,
-                                 S_ISDIR(st.st_mode)    ? "a folder"
-                                 : S_ISFIFO(st.st_mode) ? "a fifo"
-                                 : S_ISSOCK(st.st_mode) ? "a socket"
-                                                        : "a device"));
+    throw UsageError(
+        fmt::format("{}: is {}, not a regular file; report reads result files only", path, file_kind(st.st_mode)));
   const auto bytes = static_cast<std::size_t>(st.st_size);
   if (bytes > largest_result_file_bytes)
     throw UsageError(fmt::format("{}: {} bytes, above the {} GiB a result file may have", path, bytes,

@@ -17,7 +17,13 @@
 #include <utility>
 #include <vector>
 
+#include <sys/types.h>
+
 namespace fabricbench {
+
+// The kind of a file that is not a regular one, for a message: "a folder",
+// "a fifo", "a character device", "a block device", "a socket".
+const char* file_kind(mode_t mode);
 
 // Throws UsageError "FLAG PATH: ..." when PATH cannot become a result file:
 // empty, an existing file that is not regular (after symlinks), or a folder
