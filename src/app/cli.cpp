@@ -13,6 +13,7 @@
 
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/core/budget.hpp"
+#include "fabricbench/core/byte_strings.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/engine/model_parallel.hpp"
@@ -349,7 +350,10 @@ void add_health_option(CLI::App& cmd, RawOptions& o, Command) {
 
 void add_label_option(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--label", o.label,
-                 "Name this run (e.g. the provider): saved in the JSON, on every CSV row and in comparisons");
+                 "Name this run (e.g. the provider): saved in the JSON, on every CSV row and in comparisons")
+      ->check([](const std::string& value) {
+        return is_utf8(value) ? std::string() : std::string("not UTF-8 text: a label is shown and compared as text");
+      });
 }
 
 void add_topology_options(CLI::App& cmd, RawOptions& o, Command) {

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/bounded_json.hpp"
+#include "fabricbench/core/byte_strings.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/model/result_consistency.hpp"
@@ -37,8 +38,15 @@ RunResult result_from_json(const nlohmann::json& document, const std::string& la
     const SchemaError& e = errors.front();
     throw UsageError(fmt::format("{}: {}{}", label, e.path.empty() ? "" : e.path + ": ", e.message));
   }
+  // The strings written as bytes, back to their bytes (core/byte_strings.hpp).
+  nlohmann::json decoded;
+  const bool bytes = document.contains(byte_strings_key);
+  if (bytes) {
+    decoded = document;
+    decode_byte_strings(decoded, label);
+  }
   try {
-    RunResult result = result_from_valid_json(document);
+    RunResult result = result_from_valid_json(bytes ? decoded : document);
     check_consistency(result);
     return result;
   } catch (const json::exception& e) {

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/byte_strings.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/json_layout.hpp"
 #include "fabricbench/model/result_consistency.hpp"
@@ -203,7 +204,11 @@ ojson document(const RunResult& result, bool streamed) {
 
 }  // namespace
 
-nlohmann::ordered_json to_json(const RunResult& result) { return document(result, false); }
+nlohmann::ordered_json to_json(const RunResult& result) {
+  ojson doc = document(result, false);
+  encode_byte_strings(doc);  // as write_json writes them
+  return doc;
+}
 
 RunResult result_from_valid_json(const nlohmann::json& doc) {
   RunResult r;

@@ -16,6 +16,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/bounded_json.hpp"
+#include "fabricbench/core/byte_strings.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/topology/detail/sysfs_files.hpp"
 #include "fabricbench/topology/topology_writers.hpp"
@@ -453,7 +454,7 @@ std::uint64_t fingerprint(const std::string& text) {
 
 std::vector<NodeConfig> gather_configuration(const Comm& world, const Layout& layout, const ConfigInputs& inputs,
                                              std::vector<std::string>& notes) {
-  const std::string mine = config_to_json(probe_config(inputs)).dump();
+  const std::string mine = exchange_text(config_to_json(probe_config(inputs)));
   // Each rank's fingerprint first, so a node sends each distinct record once.
   const std::vector<std::uint64_t> prints = world.allgather_value(fingerprint(mine));
   bool first = true;
@@ -482,7 +483,7 @@ std::vector<NodeConfig> configs_from_records(const std::vector<std::string>& rec
     if (records[rank].empty()) continue;
     NodeConfig c;
     try {
-      c = config_from_json(parse_bounded_json(records[rank], "configuration"));
+      c = config_from_json(parse_exchange_text(records[rank], "configuration"));
     } catch (const UsageError& e) {
       notes.push_back(fmt::format("the configuration record of rank {} is not readable: {}", rank, e.what()));
       continue;

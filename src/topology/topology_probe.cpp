@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/bounded_json.hpp"
+#include "fabricbench/core/byte_strings.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/topology/node_analysis.hpp"
 #include "fabricbench/topology/node_config.hpp"
@@ -143,7 +144,7 @@ ClusterTopology gather_topology(const Comm& world, const Layout& layout, const T
     const std::unique_ptr<GpuInfoSource> source = make_system_gpu_source();
     nlohmann::ordered_json j = node_to_json(probe_node(options.roots, *source, options.measure));
     j["node_index"] = layout.node;
-    mine = j.dump();
+    mine = exchange_text(std::move(j));
   }
   ClusterTopology cluster = cluster_from_records(world.allgather(mine), layout);
   if (options.configuration) {
@@ -166,7 +167,7 @@ ClusterTopology cluster_from_records(const std::vector<std::string>& records, co
     nlohmann::json j;
     bool parsed = true;
     try {
-      j = parse_bounded_json(text, "topology");
+      j = parse_exchange_text(text, "topology");
     } catch (const UsageError&) {
       parsed = false;
     }

@@ -109,6 +109,76 @@ class Topo(unittest.TestCase):
         self.assertEqual(node["host"]["cpu_model"], "\x1b[2J\x1b]0;owned\x07Xeon @ 2.20GHz")
         self.assertTrue(node["host"]["os"].startswith("Debian\u009b2J 12"), node["host"]["os"])
 
+    def test_bytes_that_are_not_utf8_are_recorded_as_bytes(self):
+        # A host name, environment names and values, a probed model name and
+        # the file's own name, each holding a byte that is not UTF-8: the run
+        # ends well, the file is valid JSON and lists them, and each listed
+        # string maps back (Latin-1) to its bytes. A label is typed: refused.
+        root = self.fixture("cloud-vm")
+        cpuinfo = os.path.join(root, "proc", "cpuinfo")
+        with open(cpuinfo, "rb") as f:
+            text = f.read()
+        with open(cpuinfo, "wb") as f:
+            f.write(text.replace(b"Intel(R) Xeon(R) CPU", b"Xeon\xff\xfe"))
+        target = os.path.join(self.dir.name.encode(), b"t\xe9.json")
+        env = {k.encode(): v.encode() for k, v in os.environ.items()}
+        env[b"NCCL_SOCKET_IFNAME"] = b"eth\xff"
+        env[b"NCCL_\xfeX"] = b"1"
+        host = b"node-\xc3\x28"  # an invalid two-byte sequence
+        cmd = ["topo", "--no-measure", "--sysfs-root", os.path.join(root, "sys"), "--procfs-root",
+               os.path.join(root, "proc"), "--json", target]
+        # Two ranks under mpirun; Open MPI itself refuses a host name that is
+        # not ASCII, so the host name is tried on one rank started alone.
+        proc = subprocess.run([ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np",
+                               "2", ARGS.binary, *cmd], capture_output=True, env=env, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr.decode("utf-8", "replace"))
+        self.assertEqual(proc.stderr, b"")
+        named = ["unshare", "--uts", sys.executable, "-c",
+                 "import os, socket, sys; socket.sethostname(sys.argv[1].encode('latin-1')); "
+                 "os.execvp(sys.argv[2], sys.argv[2:])", host.decode("latin-1"), ARGS.binary]
+        alone = subprocess.run(named + cmd[:-1] + [target + b".alone"], capture_output=True, env=env, timeout=300)
+        self.assertEqual(alone.returncode, 0, alone.stderr.decode("utf-8", "replace"))
+        with open(target + b".alone", "rb") as f:
+            doc = json.loads(f.read().decode("utf-8"))
+        self.assertEqual(doc["run"]["hostnames"][0].encode("latin-1"), host)
+        self.assertEqual(doc["topology"]["configuration"][0]["host"].encode("latin-1"), host)
+        self.assertIn("/run/hostnames/0", doc["byte_strings"]["values"])
+        report = subprocess.run([ARGS.binary, "report", target + b".alone"], capture_output=True, timeout=120)
+        self.assertEqual(report.returncode, 0, report.stderr)
+        self.assertIn(host, report.stdout)  # read back to its bytes
+        with open(target, "rb") as f:
+            raw = f.read()
+        raw.decode("utf-8")  # strict: the file is UTF-8
+        copy = os.path.join(self.dir.name, "copy.json")
+        with open(copy, "wb") as f:
+            f.write(raw)
+        validate(self, copy)
+        doc = json.loads(raw)
+        listed = doc["byte_strings"]
+        self.assertIn("/run/environment/NCCL_SOCKET_IFNAME", listed["values"])
+        self.assertIn("/run/environment/NCCL_\u00feX", listed["names"])
+        self.assertEqual(doc["run"]["environment"]["NCCL_SOCKET_IFNAME"].encode("latin-1"), b"eth\xff")
+        config = doc["topology"]["configuration"][0]["environment"]
+        self.assertEqual(config["NCCL_\u00feX"].encode("latin-1"), b"1")
+        node = doc["topology"]["nodes"][0]
+        self.assertTrue(node["host"]["cpu_model"].encode("latin-1").startswith(b"Xeon\xff\xfe"))
+        self.assertIn(target.decode("latin-1"), doc["run"]["command_line"])
+        # Every listed string is a string of the document, and maps to bytes.
+        for pointer in listed.get("values", []):
+            value = doc
+            for token in pointer.split("/")[1:]:
+                token = token.replace("~1", "/").replace("~0", "~")
+                value = value[int(token)] if isinstance(value, list) else value[token]
+            value.encode("latin-1")
+        report = subprocess.run([ARGS.binary, "report", target], capture_output=True, timeout=120)
+        self.assertEqual(report.returncode, 0, report.stderr)
+        # A label is typed text: refused up front, with one line.
+        refused = subprocess.run([ARGS.binary, "sweep", "--label", b"x\xff", "--sizes", "64"], capture_output=True,
+                                 timeout=120)
+        self.assertEqual(refused.returncode, 2)
+        self.assertEqual(refused.stderr.decode("utf-8", "replace").strip().splitlines(),
+                         ["fabricbench: error: --label: not UTF-8 text: a label is shown and compared as text"])
+
     def test_inside_one_server_is_shown_and_judged(self):
         expected = {"pcie-switch-2x2": [], "pcie-switch-2-4": ["pcie_oversubscribed"],
                     "pcie-switch-acs": ["acs_redirect"], "pcie-switch-iommu": ["iommu_translated"],

@@ -48,7 +48,8 @@ RunResult fully_populated() {
   r.run.ranks_per_node = {1, 1};
   r.run.hostnames = {"a", "b"};
   r.run.transport = "nccl";
-  r.run.environment = {{"NCCL_DEBUG", "WARN"}};
+  // Bytes that are not UTF-8 in a value and in a name: "byte_strings".
+  r.run.environment = {{"NCCL_DEBUG", "WARN"}, {"NCCL_SOCKET_IFNAME", "eth\xff"}, {"NCCL_\xfe", "1"}};
   r.run.devices = {"rank 0: a GPU 0", "rank 1: b GPU 0"};
   r.run.cost = PriceInfo{2.5, 20.0};
   r.run.rank_time = RankTime::max;

@@ -6,7 +6,8 @@
 // the file is 40% smaller than dump(2)'s and a link reads, greps and diffs
 // as a unit. The text is written to the stream as it is made, never held
 // whole in memory. Scalars are nlohmann's own text (same numbers, same
-// escapes, the same refusal of invalid UTF-8).
+// escapes). A string or member name that is not UTF-8 is written as bytes
+// and listed in the root object's "byte_strings" (core/byte_strings.hpp).
 
 #include <functional>
 #include <ostream>
