@@ -106,6 +106,17 @@ def result_reader():
         f'"{"k" * 32}{i}": "{"v" * 39}"' for i in range(1000)) + "}\n")
     variant("busbw-1p79e308.json", lambda d: [r.update({"busbw_gbs": 1.79e308}) for r in d["records"]
                                               if "busbw_gbs" in r])
+    # Strings that are bytes: a host name and an environment name listed
+    # under byte_strings, and lists that point nowhere or at a non-byte.
+    def byte_strings(d, listed):
+        d["run"]["hostnames"][0] = "node-\u00ff\u00c3"
+        d["run"]["environment"]["NCCL_\u00feX"] = "1"
+        d["byte_strings"] = listed
+    variant("byte-strings.json", lambda d: byte_strings(
+        d, {"values": ["/run/hostnames/0"], "names": ["/run/environment/NCCL_\u00feX"]}))
+    variant("byte-strings-nowhere.json", lambda d: byte_strings(d, {"values": ["/run/no/such"]}))
+    variant("byte-strings-above-ff.json", lambda d: [byte_strings(d, {"values": ["/run/hostnames/0"]}),
+                                                     d["run"]["hostnames"].__setitem__(0, "\u0100")])
 
 
 def gate():
