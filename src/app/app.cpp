@@ -574,7 +574,12 @@ class RunPipeline {
     // transport: it gets the deadline whatever the transport.
     const bool rearmed = watchdog_ != nullptr && transport_->name() != "mpi";
     if (rearmed) watchdog_->rearm_deadline();
-    StorageResult s = run_storage(config_, world_, layout_);
+    // Cut short with files left, the lead's last words save what names them.
+    const StorageEnded keep_for_last_words = [this](const StorageResult& cut) {
+      const std::lock_guard lock(last_.mutex);
+      last_.result.storage = cut;
+    };
+    StorageResult s = run_storage(config_, world_, layout_, lead_ ? keep_for_last_words : StorageEnded());
     if (rearmed) watchdog_->disarm_deadline();
     if (!lead_) return;
     result_.wrong_total += s.wrong_blocks;

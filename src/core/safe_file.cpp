@@ -2,6 +2,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,8 @@
 #include <thread>
 
 #include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,7 +129,80 @@ bool write_all(int fd, const std::string& bytes) {
   return true;
 }
 
+#ifdef STATX_ATTR_MOUNT_ROOT
+constexpr std::uint64_t statx_mount_root = STATX_ATTR_MOUNT_ROOT;
+#else
+constexpr std::uint64_t statx_mount_root = 0x2000;  // Linux 5.8's value, for older headers
+#endif
+
+// FS_IOC_GETFLAGS's immutable and append-only bits, or nullopt when they
+// cannot be read (no such name, not openable, a file system without flags).
+// Opened read-only and non-blocking, so nothing changes and nothing waits.
+std::optional<unsigned> inode_flags(const std::string& path, bool follow) {
+  const int fd = ::open(path.c_str(),  // NOLINT(cppcoreguidelines-pro-type-vararg)
+                        O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC | (follow ? 0 : O_NOFOLLOW));
+  if (fd < 0) return std::nullopt;
+  int flags = 0;
+  const bool got = ::ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0;  // NOLINT(cppcoreguidelines-pro-type-vararg)
+  ::close(fd);
+  if (!got) return std::nullopt;
+  return static_cast<unsigned>(flags) & (FS_IMMUTABLE_FL | FS_APPEND_FL);
+}
+
+// "is immutable (chattr +i), so ..." for a result target, or empty.
+std::string target_lock_problem(const std::string& path) {
+  const NameLocks locks = name_locks(path);
+  const char* rename_fails = "so the finished result cannot be renamed over it";
+  if (locks.immutable)
+    return fmt::format("is immutable (chattr +i), {}; clear the flag (chattr -i {}) or give another file", rename_fails,
+                       path);
+  if (locks.append_only)
+    return fmt::format("is append-only (chattr +a), {}; clear the flag (chattr -a {}) or give another file",
+                       rename_fails, path);
+  if (locks.mount_point)
+    return fmt::format(
+        "is a mount point (something is mounted on it, e.g. mount --bind), {}; unmount it (umount {}) or "
+        "give another file",
+        rename_fails, path);
+  const std::string folder = folder_of(path);
+  const NameLocks in = name_locks(folder, true);
+  if (in.immutable || in.append_only)
+    return fmt::format(
+        "its folder {} is {}, so no result can be renamed into it; clear the flag (chattr -{} {}) or write elsewhere",
+        folder, in.immutable ? "immutable (chattr +i)" : "append-only (chattr +a)", in.immutable ? 'i' : 'a', folder);
+  return {};
+}
+
 }  // namespace
+
+NameLocks name_locks(const std::string& path, bool follow) {
+  NameLocks locks;
+  struct statx sx {};
+  const int at = (follow ? 0 : AT_SYMLINK_NOFOLLOW) | AT_NO_AUTOMOUNT;
+  const bool have_statx = ::statx(AT_FDCWD, path.c_str(), at, STATX_TYPE | STATX_INO, &sx) == 0;
+  struct stat st {};
+  if (!have_statx && (follow ? ::stat(path.c_str(), &st) : ::lstat(path.c_str(), &st)) != 0) return locks;
+  const mode_t mode = have_statx ? sx.stx_mode : st.st_mode;
+  if (S_ISLNK(mode)) return locks;  // a link has no flags and nothing mounted on it
+  constexpr std::uint64_t flag_bits = STATX_ATTR_IMMUTABLE | STATX_ATTR_APPEND;
+  if (have_statx && (sx.stx_attributes_mask & flag_bits) == flag_bits) {
+    locks.immutable = (sx.stx_attributes & STATX_ATTR_IMMUTABLE) != 0;
+    locks.append_only = (sx.stx_attributes & STATX_ATTR_APPEND) != 0;
+  } else if (S_ISREG(mode) || S_ISDIR(mode)) {
+    const std::optional<unsigned> flags = inode_flags(path, follow);
+    locks.immutable = flags && (*flags & FS_IMMUTABLE_FL) != 0;
+    locks.append_only = flags && (*flags & FS_APPEND_FL) != 0;
+  }
+  if (have_statx && (sx.stx_attributes_mask & statx_mount_root) != 0) {
+    locks.mount_point = (sx.stx_attributes & statx_mount_root) != 0;
+  } else {
+    struct stat self {};
+    struct stat parent {};
+    if (::stat(path.c_str(), &self) == 0 && ::stat(folder_of(path).c_str(), &parent) == 0)
+      locks.mount_point = self.st_dev != parent.st_dev;
+  }
+  return locks;
+}
 
 const char* file_kind(mode_t mode) {
   if (S_ISDIR(mode)) return "a folder";
@@ -156,11 +232,20 @@ void check_output_target(const std::string& path, const std::string& flag) {
   if (const auto st = stat_of(path); st && !S_ISREG(st->st_mode))
     throw UsageError(fmt::format("{} {}: is {}, not a regular file; results go only to regular files", flag, path,
                                  file_kind(st->st_mode)));
+  // The result is renamed onto the name at the end: what would make that
+  // fail (exit 4, after the measuring) is refused now. Never by trying the
+  // rename itself, which would replace the user's file.
+  if (const std::string why = target_lock_problem(path); !why.empty())
+    throw UsageError(fmt::format("{} {}: {}", flag, path, why));
   const Temporary probe = make_temporary(path);
   if (probe.fd < 0) throw UsageError(fmt::format("{} {}: cannot write there: {}", flag, path, std::strerror(errno)));
   ::close(probe.fd);
-  ::unlink(probe.name.c_str());
+  const bool removed = ::unlink(probe.name.c_str()) == 0;
+  const int err = errno;
   forget_temporary(probe.name);
+  if (!removed)
+    throw UsageError(fmt::format("{} {}: a file made there cannot be removed ({}): {} is left; delete it by hand", flag,
+                                 path, std::strerror(err), probe.name));
 }
 
 void check_distinct_outputs(const std::vector<NamedOutput>& outputs, const std::vector<std::string>& inputs) {

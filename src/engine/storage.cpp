@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstring>
+#include <iostream>
 #include <memory>
 
 #include <fcntl.h>
@@ -16,6 +17,7 @@
 
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/fd.hpp"
+#include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/stats.hpp"
 #include "fabricbench/core/watchdog.hpp"
@@ -30,7 +32,8 @@ constexpr std::uint64_t mib = std::uint64_t{1} << 20;
 
 // This rank's file: created with mkstemp (a name nobody can predict or plant
 // a link on), removed by the owner's destructor and, on a signal or the
-// deadline, by the watchdog's cleanup.
+// deadline, by the watchdog's cleanup (which later covers the other ranks'
+// files too: run_storage).
 class TestFile {
  public:
   TestFile() = default;
@@ -38,7 +41,12 @@ class TestFile {
   TestFile& operator=(const TestFile&) = delete;
   ~TestFile() {
     Watchdog::set_cleanup({});
-    (void)remove();
+    // Only an error unwinds to here with the file still there: its line
+    // comes from the error's path, this one names what stayed.
+    const std::string path = path_;
+    if (!remove() && !path.empty() && errno != ENOENT)
+      std::cerr << fmt::format("fabricbench: error: could not remove the storage test file {}: {}; delete it by hand\n",
+                               path, errno_text(errno));
   }
 
   // Empty on success, else why not.
@@ -53,6 +61,11 @@ class TestFile {
       path_.clear();
       return fmt::format("--storage-path {}: cannot create a file there: {}", dir, errno_text(errno));
     }
+    struct stat st {};
+    if (::fstat(fd, &st) == 0) {
+      dev_ = st.st_dev;
+      ino_ = st.st_ino;
+    }
     ::close(fd);
     path_ = name.data();
     const std::string registered = path_;
@@ -60,19 +73,99 @@ class TestFile {
     return {};
   }
 
-  // True when the file was there and is gone.
+  // True when the file was there and is gone; errno says why not.
   bool remove() {
     if (path_.empty()) return false;
     const bool removed = ::unlink(path_.c_str()) == 0;
+    const int err = errno;
     path_.clear();
+    errno = err;
     return removed;
   }
 
   [[nodiscard]] const std::string& path() const { return path_; }
+  [[nodiscard]] std::uint64_t dev() const { return dev_; }
+  [[nodiscard]] std::uint64_t ino() const { return ino_; }
 
  private:
   std::string path_;
+  std::uint64_t dev_ = 0;
+  std::uint64_t ino_ = 0;
 };
+
+// Where a writer's file is, as its rank reports it once created: the node,
+// and the device and inode the name must still lead to before another rank
+// removes it (so a name that now holds anything else is never touched).
+struct FileId {
+  int node = 0;
+  int writer = 0;  // 0: this rank made no file
+  std::uint64_t dev = 0;
+  std::uint64_t ino = 0;
+};
+
+struct RunFile {
+  std::string path;
+  FileId id;
+};
+
+// A name that stayed, and why.
+struct Leftover {
+  std::string path;
+  std::string why;
+};
+
+// Removes every file of `files` this rank sees as the run's own: on its own
+// node the same device and inode; on another node (a shared file system,
+// whose device numbers differ between hosts) the same inode. A name not seen
+// here is gone or on another node's own disk (that node's ranks see to it).
+// Returns those still there.
+std::vector<Leftover> remove_run_files(const std::vector<RunFile>& files, int node) {
+  std::vector<Leftover> left;
+  for (const RunFile& f : files) {
+    struct stat st {};
+    if (::lstat(f.path.c_str(), &st) != 0) continue;
+    const bool ours = S_ISREG(st.st_mode) && st.st_ino == f.id.ino && (f.id.node != node || st.st_dev == f.id.dev);
+    if (!ours) continue;
+    if (::unlink(f.path.c_str()) == 0 || errno == ENOENT) continue;
+    left.push_back({f.path, errno_text(errno)});
+  }
+  return left;
+}
+
+std::string join_paths(const std::vector<std::string>& paths) {
+  std::string out;
+  for (const std::string& p : paths) out += (out.empty() ? "" : ", ") + p;
+  return out;
+}
+
+// The watchdog's cleanup once every writer's file is known: a rank killed
+// outright (SIGKILL, the OOM killer) removes nothing itself, so each rank
+// that ends on a signal or the deadline removes every file of the run it can
+// see, its own first. What cannot be removed is named: in the error line
+// (thrown; the watchdog prints it) and, through `on_end`, in the record the
+// lead saves. `known` holds what the record can say by now.
+void arm_cleanup(std::vector<RunFile> files, int node, std::string where, StorageResult known, StorageEnded on_end) {
+  Watchdog::set_cleanup(
+      [files = std::move(files), node, where = std::move(where), known = std::move(known), on_end = std::move(on_end)] {
+        const std::vector<Leftover> left = remove_run_files(files, node);
+        if (left.empty()) return;
+        StorageResult cut = known;
+        std::string named;
+        for (const Leftover& l : left) {
+          cut.files_left.push_back(l.path);
+          named += fmt::format("{}{} ({})", named.empty() ? "" : ", ", l.path, l.why);
+        }
+        cut.files_removed = cut.files_written - std::min(cut.files_written, static_cast<int>(left.size()));
+        cut.message = fmt::format(
+            "the storage test did not finish; {} of its {} files could not be removed: {}; delete "
+            "them by hand",
+            left.size(), cut.files_written, join_paths(cut.files_left));
+        if (on_end) on_end(cut);
+        throw SystemError(fmt::format("{} could not remove {} storage test file{} of this run: {}; delete {} by hand",
+                                      where, left.size(), left.size() == 1 ? "" : "s", named,
+                                      left.size() == 1 ? "it" : "them"));
+      });
+}
 
 struct AlignedFree {
   void operator()(void* p) const { std::free(p); }  // NOLINT(cppcoreguidelines-no-malloc)
@@ -208,8 +301,24 @@ std::string storage_path_problem(const std::string& dir) {
   if (!S_ISDIR(st.st_mode)) return fmt::format("--storage-path {}: not a folder", dir);
   if (::access(dir.c_str(), W_OK | X_OK) != 0)
     return fmt::format("--storage-path {}: not writable: {}", dir, errno_text(errno));
+  const NameLocks locks = name_locks(dir, true);
+  if (locks.immutable)
+    return fmt::format(
+        "--storage-path {}: the folder is immutable (chattr +i), no file can be made there; clear the "
+        "flag (chattr -i {}) or give another folder",
+        dir, dir);
+  if (locks.append_only)
+    return fmt::format(
+        "--storage-path {}: the folder is append-only (chattr +a), the test files could be made but "
+        "never removed; clear the flag (chattr -a {}) or give another folder",
+        dir, dir);
   TestFile probe;
-  return probe.create(dir, "probe", 0);
+  if (std::string why = probe.create(dir, "probe", 0); !why.empty()) return why;
+  const std::string name = probe.path();
+  if (!probe.remove() && errno != ENOENT)
+    return fmt::format("--storage-path {}: a file made there cannot be removed ({}); {} is left, delete it by hand",
+                       dir, errno_text(errno), name);
+  return {};
 }
 
 std::uint64_t default_file_bytes(bool direct, std::uint64_t node_memory_bytes, int writers_on_node) {
@@ -240,30 +349,34 @@ void analyze_storage(StorageResult& r) {
   r.message = fmt::format("{} file{} of {} on {} node{} wrote {:.3f} GB/s and read {:.3f} GB/s together ({})",
                           r.files_written, r.files_written == 1 ? "" : "s", format_size(r.file_bytes), r.nodes.size(),
                           r.nodes.size() == 1 ? "" : "s", r.write_gbs, r.read_gbs, mode);
-  if (r.nodes.size() < 2) return;
-  std::vector<double> writes;
-  std::vector<double> reads;
-  for (const StorageNode& n : r.nodes) {
-    writes.push_back(n.write_gbs);
-    reads.push_back(n.read_gbs);
+  if (r.nodes.size() >= 2) {
+    std::vector<double> writes;
+    std::vector<double> reads;
+    for (const StorageNode& n : r.nodes) {
+      writes.push_back(n.write_gbs);
+      reads.push_back(n.read_gbs);
+    }
+    const auto slowest = [&r](double StorageNode::*field) {
+      std::size_t at = 0;
+      for (std::size_t i = 1; i < r.nodes.size(); ++i)
+        if (r.nodes[i].*field < r.nodes[at].*field) at = i;
+      return at;
+    };
+    const std::size_t w = slowest(&StorageNode::write_gbs);
+    const std::size_t rd = slowest(&StorageNode::read_gbs);
+    r.slowest_write_node = r.nodes[w].node;
+    r.slowest_read_node = r.nodes[rd].node;
+    r.message += fmt::format(
+        "; slowest node to write {} ({:.3f} GB/s, median {:.3f}), to read {} ({:.3f} GB/s, "
+        "median {:.3f})",
+        r.nodes[w].host, r.nodes[w].write_gbs, median(writes), r.nodes[rd].host, r.nodes[rd].read_gbs, median(reads));
   }
-  const auto slowest = [&r](double StorageNode::*field) {
-    std::size_t at = 0;
-    for (std::size_t i = 1; i < r.nodes.size(); ++i)
-      if (r.nodes[i].*field < r.nodes[at].*field) at = i;
-    return at;
-  };
-  const std::size_t w = slowest(&StorageNode::write_gbs);
-  const std::size_t rd = slowest(&StorageNode::read_gbs);
-  r.slowest_write_node = r.nodes[w].node;
-  r.slowest_read_node = r.nodes[rd].node;
-  r.message += fmt::format(
-      "; slowest node to write {} ({:.3f} GB/s, median {:.3f}), to read {} ({:.3f} GB/s, "
-      "median {:.3f})",
-      r.nodes[w].host, r.nodes[w].write_gbs, median(writes), r.nodes[rd].host, r.nodes[rd].read_gbs, median(reads));
+  if (!r.files_left.empty())
+    r.message += fmt::format("; not removed afterwards (delete by hand): {}", join_paths(r.files_left));
 }
 
-StorageResult run_storage(const RunConfig& config, const Comm& world, const Layout& layout) {
+StorageResult run_storage(const RunConfig& config, const Comm& world, const Layout& layout,
+                          const StorageEnded& on_end) {
   const StorageConfig& sc = config.storage;
   const bool writer = !sc.per_node || layout.local_rank == 0;
   const int writers_on_node = sc.per_node ? 1 : layout.ranks_per_node[static_cast<std::size_t>(layout.node)];
@@ -271,11 +384,29 @@ StorageResult run_storage(const RunConfig& config, const Comm& world, const Layo
   // Every rank checks the folder as it sees it (on several nodes it must be
   // there on each); the writers create their file, so the check is the real
   // thing.
+  const std::string& host = layout.hostnames[static_cast<std::size_t>(layout.node)];
   TestFile file;
   std::string problem = storage_path_problem(sc.path);
-  if (problem.empty() && writer)
-    problem = file.create(sc.path, layout.hostnames[static_cast<std::size_t>(layout.node)], layout.rank);
+  if (problem.empty() && writer) problem = file.create(sc.path, host, layout.rank);
   agree_on_problem(world, problem);
+
+  // Every rank learns every writer's file, so that any of them can remove
+  // the file of one that was killed; from now on the cleanup covers them all.
+  const std::vector<std::string> paths = world.allgather(file.path());
+  const std::vector<FileId> ids = world.allgather_value(FileId{layout.node, writer ? 1 : 0, file.dev(), file.ino()});
+  std::vector<RunFile> files;
+  for (std::size_t i = 0; i < ids.size(); ++i)
+    if (ids[i].writer != 0) files.push_back({paths[i], ids[i]});
+  // Own file first: the one this rank is surest to see.
+  std::stable_partition(files.begin(), files.end(), [&](const RunFile& f) { return f.path == file.path(); });
+  const std::string where = fmt::format("rank {} on {}", layout.rank, host);
+  StorageResult known;
+  known.path = sc.path;
+  known.io_mode = sc.buffered ? "buffered" : "direct";
+  known.io_note = sc.buffered ? "--storage-buffered" : "";
+  known.per_node = sc.per_node;
+  known.files_written = static_cast<int>(files.size());
+  arm_cleanup(files, layout.node, where, known, on_end);
 
   // O_DIRECT only when every writer's file takes it (tmpfs, for one, refuses).
   std::int64_t buffered = sc.buffered ? 1 : 0;
@@ -306,6 +437,11 @@ StorageResult run_storage(const RunConfig& config, const Comm& world, const Layo
   world.allreduce_max(std::span<std::int64_t>(&file_bytes, 1));
   // Whole 4 KiB blocks: the check's unit, and O_DIRECT's alignment.
   const std::uint64_t bytes = (static_cast<std::uint64_t>(file_bytes) + page_bytes - 1) / page_bytes * page_bytes;
+  known.io_mode = direct ? "direct" : "buffered";
+  known.io_note = direct ? std::string() : note;
+  known.file_bytes = bytes;
+  known.block_bytes = std::min(io_block_bytes, bytes);
+  arm_cleanup(files, layout.node, where, known, on_end);
 
   // Room for this node's files at least (a shared folder needs more; the
   // writes then fail with the system's reason).
@@ -377,6 +513,8 @@ StorageResult run_storage(const RunConfig& config, const Comm& world, const Layo
     r.files_removed += l.removed;
     r.wrong_blocks += l.wrong;
   }
+  for (std::size_t i = 0; i < lines.size(); ++i)
+    if (lines[i].writer != 0 && lines[i].removed == 0) r.files_left.push_back(paths[i]);
   analyze_storage(r);
   return r;
 }

@@ -9,6 +9,7 @@ import argparse
 import copy
 import json
 import os
+import shutil
 import signal
 import socket
 import stat
@@ -450,6 +451,60 @@ class Outputs(unittest.TestCase, OneLine):
                 self.assertNotIn("allreduce on", proc.stdout)  # refused before the run
         self.assertTrue(stat.S_ISFIFO(os.lstat(fifo).st_mode))
         self.assertFalse(os.path.exists(same))
+
+    def test_run_refuses_targets_the_final_rename_cannot_replace(self):
+        # Results are renamed onto their target at the end: an immutable or
+        # append-only file, or a file mounted over the target, made that
+        # rename fail (exit 4) after the whole run. Refused before measuring.
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        if os.geteuid() != 0:
+            self.skipTest("chattr and mount --bind need root")
+        sweep = ["sweep", "--transport", "mpi", "--sizes", "64", "--ops", "allreduce"]
+        for letter, flag, why in (("i", "--json", r"is immutable \(chattr \+i\)"),
+                                  ("a", "--csv", r"is append-only \(chattr \+a\)")):
+            with self.subTest(chattr=letter):
+                target = os.path.join(self.dir.name, f"locked-{letter}")
+                with open(target, "w", encoding="utf-8") as f:
+                    f.write("precious")
+                if shutil.which("chattr") is None or shutil.which("lsattr") is None:
+                    self.skipTest("chattr/lsattr are not installed")
+                flagged = subprocess.run(["chattr", "+" + letter, target], capture_output=True, text=True)
+                if flagged.returncode != 0:
+                    self.skipTest(f"this file system takes no chattr +{letter}: {flagged.stderr.strip()}")
+                try:
+                    proc = mpirun(1, *sweep, flag, target)
+                    self.assert_one_line(proc, 2, f"^fabricbench: error: {flag} .*locked-{letter}: {why}, so the "
+                                                  f"finished result cannot be renamed over it; clear the flag "
+                                                  f"\\(chattr -{letter} ")
+                    self.assertNotIn("allreduce on", proc.stdout)  # refused before the run
+                finally:
+                    subprocess.run(["chattr", "-" + letter, target], check=True)
+                with open(target, encoding="utf-8") as f:
+                    self.assertEqual(f.read(), "precious")
+        with self.subTest(case="mount point"):
+            source = os.path.join(self.dir.name, "source")
+            target = os.path.join(self.dir.name, "mounted")
+            for path, text in ((source, "mounted over"), (target, "underneath")):
+                with open(path, "w", encoding="utf-8") as f:
+                    f.write(text)
+            bound = subprocess.run(["mount", "--bind", source, target], capture_output=True, text=True)
+            if bound.returncode != 0:
+                self.skipTest(f"mount --bind is not allowed here: {bound.stderr.strip()}")
+            try:
+                proc = mpirun(1, *sweep, "--json", target)
+                self.assert_one_line(proc, 2, r"^fabricbench: error: --json .*mounted: is a mount point .*, so the "
+                                              r"finished result cannot be renamed over it; unmount it \(umount ")
+                self.assertNotIn("allreduce on", proc.stdout)
+                # report's --html goes through the same check.
+                proc = run("report", self.input, "--html", target)
+                self.assert_one_line(proc, 2, r"^fabricbench: error: --html .*mounted: is a mount point")
+            finally:
+                subprocess.run(["umount", target], check=True)
+            with open(target, encoding="utf-8") as f:
+                self.assertEqual(f.read(), "underneath")
+        left = [n for n in os.listdir(self.dir.name) if n.startswith(".")]
+        self.assertEqual(left, [])  # no probe or temporary stayed
 
     def test_result_files_leave_no_temporary_and_follow_no_planted_link(self):
         if not ARGS.mpirun:

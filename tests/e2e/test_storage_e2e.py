@@ -8,6 +8,7 @@ is refused, and the storage section of `report` and its HTML. Never a speed.
 import argparse
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -53,6 +54,15 @@ def rank_pid(launcher, rank):
                 return int(entry)
         time.sleep(0.1)
     raise AssertionError(f"rank {rank} did not start")
+
+
+def process_state(pid):
+    """The state letter of /proc/PID/stat ("T" when stopped), or "" once it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return ""
 
 
 def wait_for_files(test, folder, count):
@@ -229,6 +239,109 @@ class Storage(unittest.TestCase):
             doc = json.load(f)
         self.assertFalse(doc["status"]["complete"])
         self.assertIn("storage phase", doc["status"]["reason"])
+
+    def freeze_a_writer_mid_write(self, proc, rank):
+        """Stops `rank` while its file is part written; returns its pid and file."""
+        wait_for_files(self, self.folder, 2)
+        pid = rank_pid(proc.pid, rank)
+        os.kill(pid, signal.SIGSTOP)
+        deadline = time.time() + 30
+        while process_state(pid) != "T" and time.time() < deadline:
+            time.sleep(0.01)
+        self.assertEqual(process_state(pid), "T")
+        names = [n for n in os.listdir(self.folder) if n[:-7].endswith(f"-r{rank}")]
+        self.assertEqual(len(names), 1, names)
+        path = os.path.join(self.folder, names[0])
+        # Part written: the kill lands in the write, before the rank could
+        # remove anything itself.
+        self.assertLess(os.stat(path).st_size, 2 << 30)
+        return pid, path
+
+    def start_killable(self):
+        # mpirun ends the other ranks with SIGTERM when one dies, then SIGKILL
+        # after odls_base_sigkill_timeout (1 s by default): a loaded machine
+        # gets longer, so the cleanup under test is what decides the outcome.
+        self.err = os.path.join(self.tmp.name, "err")
+        with open(self.err, "w", encoding="utf-8") as err:
+            return subprocess.Popen(
+                [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q",
+                 "--mca", "odls_base_sigkill_timeout", "30", "-np", "2", ARGS.binary, "storage", "--storage-path",
+                 self.folder, "--file-bytes", "2G", "--json", self.json],
+                stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
+
+    def check_named(self, left, err, doc):
+        """Every file still there is named in the error line and in the JSON."""
+        named = doc.get("storage", {}).get("files_left", [])
+        lines = [l for l in err.splitlines() if l.startswith("fabricbench: error: ")]
+        for path in left:
+            self.assertIn(path, named)
+            self.assertTrue(any(path in l for l in lines), err)
+
+    def test_a_rank_killed_while_writing_leaves_no_file_where_another_rank_reaches(self):
+        proc = self.start_killable()
+        pid, path = self.freeze_a_writer_mid_write(proc, 1)
+        os.kill(pid, signal.SIGKILL)
+        err = self.finish(proc)
+        self.assertNotEqual(proc.returncode, 0, err)
+        # Rank 0 is on the same host: it removes rank 1's file with its own.
+        left = [os.path.join(self.folder, n) for n in wait_until_empty(self.folder)]
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.check_named(left, err, doc)
+        self.assertEqual(left, [], err)
+        self.assertFalse(os.path.exists(path))
+        self.assertFalse(doc["status"]["complete"])
+        self.assertNotIn("storage", doc)  # nothing left to name
+        validate(self, self.json)
+
+    def test_files_that_cannot_be_removed_are_named_in_the_error_line_and_the_json(self):
+        if os.geteuid() != 0:
+            self.skipTest("chattr +a needs root")
+        if shutil.which("chattr") is None or shutil.which("lsattr") is None:
+            self.skipTest("chattr/lsattr are not installed")
+        probe = subprocess.run(["chattr", "+a", self.folder], capture_output=True, text=True)
+        if probe.returncode != 0:
+            self.skipTest(f"this file system takes no chattr +a: {probe.stderr.strip()}")
+        try:
+            # An append-only folder is refused up front: its files could never be removed.
+            refused = mpirun(2, "storage", "--storage-path", self.folder, "--file-bytes", "1M")
+            self.assertEqual(refused.returncode, 2, refused.stderr)
+            lines = [l for l in refused.stderr.splitlines() if l.startswith("fabricbench:")]
+            self.assertEqual(len(lines), 1, refused.stderr)
+            self.assertIn("the folder is append-only (chattr +a)", lines[0])
+            self.assertEqual(os.listdir(self.folder), [])
+        finally:
+            subprocess.run(["chattr", "-a", self.folder], check=True)
+        # Made append-only mid-run, with a writer frozen, then killed: no rank
+        # can remove a file, so rank 0 names both.
+        proc = self.start_killable()
+        try:
+            pid, _ = self.freeze_a_writer_mid_write(proc, 1)
+            subprocess.run(["chattr", "+a", self.folder], check=True)
+            os.kill(pid, signal.SIGKILL)
+            err = self.finish(proc)
+            left = sorted(os.path.join(self.folder, n) for n in os.listdir(self.folder))
+        finally:
+            subprocess.run(["chattr", "-a", self.folder], check=True)
+        self.assertNotEqual(proc.returncode, 0, err)
+        self.assertEqual(len(left), 2, left)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.check_named(left, err, doc)
+        self.assertRegex(err, r"fabricbench: error: while cleaning up: rank 0 on \S+ could not remove 2 storage test "
+                              r"files of this run: .*Operation not permitted.*; delete them by hand")
+        s = doc["storage"]
+        self.assertFalse(doc["status"]["complete"])
+        self.assertEqual(sorted(s["files_left"]), left)
+        self.assertEqual((s["files_written"], s["files_removed"]), (2, 0))
+        self.assertEqual((s["path"], s["file_bytes"]), (self.folder, 2 << 30))
+        rep = subprocess.run([ARGS.binary, "report", self.json], capture_output=True, text=True, timeout=60)
+        self.assertEqual(rep.returncode, 0, rep.stderr)
+        self.assertIn("2 of 2 test files could not be removed from " + self.folder, rep.stdout)
+        for path in left:
+            os.unlink(path)
+
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()

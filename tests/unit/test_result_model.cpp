@@ -193,7 +193,8 @@ RunResult fully_populated() {
   storage.file_bytes = 4096;
   storage.block_bytes = 4096;
   storage.files_written = 2;
-  storage.files_removed = 2;
+  storage.files_removed = 1;
+  storage.files_left = {"/scratch/.fabricbench-storage-b-r1-AbC123"};
   storage.bytes_written = 8192;
   storage.bytes_read = 8192;
   storage.write_s = 1;

@@ -2,7 +2,9 @@
 // Result files are written safely or not at all. The rules (README, "File
 // safety"):
 //  - a target must be a regular file or not exist yet: a device, a fifo, a
-//    folder or a socket is refused before anything runs (exit 2);
+//    folder or a socket is refused before anything runs (exit 2), as is a
+//    name the final rename could not replace (an immutable or append-only
+//    file, a mount point, a folder that is immutable or append-only);
 //  - two outputs on one file, or an output that is one of the inputs, are
 //    refused (exit 2): one would silently replace the other;
 //  - content goes to a fresh temporary in the target's folder, made with
@@ -25,10 +27,27 @@ namespace fabricbench {
 // "a fifo", "a character device", "a block device", "a socket".
 const char* file_kind(mode_t mode);
 
+// What the kernel refuses when a name is removed or renamed over: the
+// inode's flags and whether something is mounted on it. Read without
+// changing anything: statx's attributes where the file system reports them,
+// else FS_IOC_GETFLAGS; a mount point by STATX_ATTR_MOUNT_ROOT, else by a
+// device that differs from the folder's (which misses a bind mount from the
+// same file system on kernels before 5.8).
+struct NameLocks {
+  bool immutable = false;    // chattr +i: no rename over it, no unlink
+  bool append_only = false;  // chattr +a: the same; on a folder, its names can be added, never removed
+  bool mount_point = false;  // a file or folder mounted on the name (mount --bind): rename fails with EBUSY
+};
+
+// The locks of the name `path` itself (a symlink is not followed unless
+// `follow`: a link carries none); all false for a name that does not exist.
+NameLocks name_locks(const std::string& path, bool follow = false);
+
 // Throws UsageError "FLAG PATH: ..." when PATH cannot become a result file:
-// empty, an existing file that is not regular (after symlinks), or a folder
-// that does not exist or in which no new file can be created (probed with a
-// mkstemp file, removed at once).
+// empty, an existing file that is not regular (after symlinks), a name the
+// final rename could not replace (name_locks of the name, or of its folder),
+// or a folder that does not exist or in which no new file can be created
+// (probed with a mkstemp file, removed at once). Each message says what to do.
 void check_output_target(const std::string& path, const std::string& flag);
 
 // An output named with its flag, e.g. {"--csv", "r.csv"}.

@@ -2,7 +2,10 @@
 // Shared storage from every node at once: every writer (each rank, or one
 // per node) writes its own file in one folder, all at the same time, then
 // reads it back, and the files are removed afterwards — also when a signal or
-// the deadline ends the run (the watchdog's cleanup). Real files through the
+// the deadline ends the run (the watchdog's cleanup), and then each rank
+// removes every file of the run it can see, so a rank killed outright
+// (SIGKILL) leaves nothing where another rank reaches; what stays is named.
+// Real files through the
 // operating system: O_DIRECT where the file system takes it, so the page
 // cache neither absorbs the writes nor serves the reads; elsewhere buffered
 // I/O with fsync after the writes and the cached pages dropped before the
@@ -10,6 +13,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -49,12 +53,22 @@ struct StorageResult {
   std::vector<StorageNode> nodes;
   std::optional<int> slowest_write_node;  // with 2 or more nodes
   std::optional<int> slowest_read_node;
-  std::uint64_t wrong_blocks = 0;  // 4 KiB blocks read back unlike what was written
+  std::uint64_t wrong_blocks = 0;       // 4 KiB blocks read back unlike what was written
+  std::vector<std::string> files_left;  // the test files that could not be removed: delete by hand
   std::string message;
 };
 
+// What an unfinished storage test can still say, when a signal or the
+// deadline ends it and some of its files could not be removed: the
+// configuration, files_written (the files made), files_removed, files_left
+// and the message; no figures. Called on the watchdog's thread, before its
+// last words (so the lead rank can save it).
+using StorageEnded = std::function<void(const StorageResult&)>;
+
 // Why `dir` cannot hold the test's files, or empty: it must exist, be a
-// folder and take a new file (tried with a temporary, removed at once).
+// folder that is neither immutable nor append-only, and take a new file that
+// can be removed again (tried with a temporary, removed at once; named in the
+// message when it stays).
 std::string storage_path_problem(const std::string& dir);
 
 // The file size when none is given: 1 GiB with O_DIRECT; buffered, twice
@@ -68,7 +82,12 @@ void analyze_storage(StorageResult& result);
 
 // Collective over `world`; the result is complete on world rank 0. A folder
 // that cannot be used on any rank is a UsageError on every rank (exit 2),
-// before anything is written.
-StorageResult run_storage(const RunConfig& config, const Comm& world, const Layout& layout);
+// before anything is written. When a signal or the deadline ends the test,
+// the watchdog's cleanup on this rank removes the run's files it sees (its
+// own, its node's by device and inode, another node's on a shared file
+// system by inode); those it cannot remove it names in the error line and
+// hands to `on_end`.
+StorageResult run_storage(const RunConfig& config, const Comm& world, const Layout& layout,
+                          const StorageEnded& on_end = {});
 
 }  // namespace fabricbench

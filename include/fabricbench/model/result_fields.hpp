@@ -401,6 +401,7 @@ void fields_of(Self& s, Field&& field) {
   field("slowest_write_node", s.slowest_write_node);
   field("slowest_read_node", s.slowest_read_node);
   field("wrong_blocks", s.wrong_blocks);
+  field("files_left", fields::omitted(s.files_left));
   field("message", s.message);
 }
 
