@@ -4,13 +4,12 @@
 #include <charconv>
 #include <condition_variable>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <mutex>
-#include <sstream>
+#include <string_view>
 #include <thread>
 
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fmt/format.h>
@@ -109,33 +108,236 @@ class ThreadBackend final : public GroupBackend {
 
 // Files --------------------------------------------------------------------
 
-namespace fs = std::filesystem;
+// The meeting. All the members of a group share is the folder's path, their
+// rank and the size, and the folder may hold what an earlier group left (a
+// dead group's `abort`, its round files) or be in use by another group at
+// this moment. So each group meets in a generation of its own, a fresh
+// subfolder g.<random>, and liveness is told by flock(), which the kernel
+// drops when a process ends however it ends (no pid or clock to trust):
+//  - rank 0 holds an exclusive lock on <folder>/lock for its life: a second
+//    rank 0 in the folder finds it taken and is refused (exit 2);
+//  - holding it, rank 0 removes generations no process holds any more,
+//    creates its own and announces it in <folder>/group. The announcement is
+//    locked before it is renamed into place and stays locked until rank 0
+//    ends: a member that finds `group` unlocked knows its writer is gone (a
+//    stale announcement) and waits for its own rank 0's;
+//  - every member holds a shared lock on the generation's `live` file and
+//    claims its rank with an O_EXCL file join.<rank>. A rank claimed twice
+//    means two groups met in one generation: the later process is refused,
+//    and when the group has not formed yet (rank 0 has not seen every member
+//    in a first exchange: either process may be the stranger), the
+//    generation is stopped too (its `abort`, as a usage error), so no group
+//    runs with a stranger;
+//  - the member that leaves last (it gets the `live` lock exclusively)
+//    removes the generation, rank 0 removes `group` and `lock`, and whoever
+//    finds the folder empty removes it.
+// Members are told apart only by rank: when a stranger takes a rank before
+// the group's own process comes and the group forms with it, the own process
+// is refused as the later one; the error names the folder on both sides.
+
+constexpr std::string_view announcement_magic = "fabricbench-group 1";
+// An abort that is a usage problem (two groups in one folder) starts so.
+constexpr std::string_view usage_mark = "usage: ";
+
+std::string another_group(const std::string& folder, const std::string& detail) {
+  return fmt::format(
+      "FABRICBENCH_BOOTSTRAP {}: another group is using this folder ({}); give each group a folder of "
+      "its own",
+      folder, detail);
+}
+
+void poll_pause(int& polls) { std::this_thread::sleep_for(std::chrono::microseconds(++polls < 50 ? 100 : 2000)); }
+
+class Meeting {
+ public:
+  Meeting(const std::string& folder, int rank, int size, std::chrono::milliseconds timeout)
+      : folder_(folder), top_(PrivateFolder::prepare(folder)), rank_(rank) {
+    try {
+      if (rank == 0) {
+        lead(size);
+      } else {
+        join(size, timeout);
+      }
+    } catch (...) {
+      end();  // a refused process leaves what it made (a folder it created, say) as it found it
+      throw;
+    }
+  }
+  Meeting(const Meeting&) = delete;
+  Meeting& operator=(const Meeting&) = delete;
+  ~Meeting() { end(); }
+
+  [[nodiscard]] const PrivateFolder& generation() const { return *gen_; }
+  // Rank 0 has seen every member in the group's first exchange: a rank
+  // claimed twice from now on is a later group's.
+  void formed() const {
+    if (rank_ == 0 && !gen_->exists("formed")) gen_->write("formed", "");
+  }
+
+ private:
+  void end() noexcept {
+    if (announcement_.valid() && top_.is_file("group", announcement_)) top_.remove("group");
+    if (lock_.valid() && top_.is_file("lock", lock_)) top_.remove("lock");
+    announcement_ = Fd();
+    lock_ = Fd();
+    leave(top_, gen_, live_);
+    // Only when empty, and only the folder that was checked.
+    const std::string path = without_trailing_slashes(folder_);
+    if (top_.named_by(path)) ::rmdir(path.c_str());
+  }
+
+  void lead(int size) {
+    for (int attempt = 0; !lock_.valid(); ++attempt) {
+      if (attempt > 100) throw SystemError(fmt::format("cannot hold {}/lock: it keeps being removed", top_.path()));
+      // The folder may have been removed (an earlier group's end) after it
+      // was opened: make it again.
+      if (top_.removed()) top_ = PrivateFolder::prepare(folder_);
+      Fd lock = top_.open_rw("lock", true);
+      if (!lock.valid()) continue;
+      if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EWOULDBLOCK) throw UsageError(another_group(folder_, "its rank 0 is running"));
+        throw SystemError(fmt::format("cannot lock {}/lock: {}", top_.path(), errno_text(errno)));
+      }
+      // The holder before may have removed the file after it was opened.
+      if (top_.is_file("lock", lock)) lock_ = std::move(lock);
+    }
+    remove_stale();
+    gen_ = top_.make_folder("g.");
+    live_ = gen_->open_rw("live", true);
+    if (!live_.valid() || ::flock(live_.get(), LOCK_SH) != 0 || !gen_->create_new("join.0"))
+      throw SystemError(fmt::format("cannot start the group in {}", gen_->path()));
+    top_.write("group", fmt::format("{}\n{}\n{}\n", announcement_magic, gen_->name(), size), &announcement_);
+  }
+
+  // Generations no process holds (dead groups', or one whose last member
+  // was killed) and temporaries of a writer that died; only the holder of
+  // the lock writes at the top level.
+  void remove_stale() const {
+    for (const std::string& name : top_.entries()) {
+      if (name.rfind(".tmp.", 0) == 0) top_.remove(name);
+      if (name.rfind("g.", 0) != 0) continue;
+      const std::optional<PrivateFolder> gen = top_.open_folder(name);
+      if (!gen) continue;
+      const Fd live = gen->open_rw("live", false);
+      if (live.valid() && ::flock(live.get(), LOCK_EX | LOCK_NB) != 0) continue;  // still held
+      for (const std::string& file : gen->entries()) gen->remove(file);
+      (void)top_.remove_folder_if_empty(name);
+    }
+  }
+
+  void join(int size, std::chrono::milliseconds timeout) {
+    const auto deadline = Clock::now() + timeout;
+    int polls = 0;
+    while (!try_join(size)) {
+      if (Clock::now() > deadline)
+        throw SystemError(
+            fmt::format("rank {} waited {} ms in {} for rank 0 of its group to start it (a 'group' "
+                        "file there that is not locked is from a group that has ended)",
+                        rank_, timeout.count(), folder_));
+      // Removed by the end of an earlier group after it was opened: the next
+      // rank 0 makes a new one at the path.
+      if (top_.removed()) top_ = PrivateFolder::prepare(folder_);
+      poll_pause(polls);
+    }
+  }
+
+  bool try_join(int size) {
+    const Fd announcement = top_.open_file("group");
+    if (!announcement.valid()) return false;
+    if (::flock(announcement.get(), LOCK_SH | LOCK_NB) == 0) return false;  // its writer has ended
+    if (errno != EWOULDBLOCK)
+      throw SystemError(fmt::format("cannot lock {}/group: {}", top_.path(), errno_text(errno)));
+    const std::string text = read_whole(announcement, top_.path() + "/group");
+    const std::vector<std::string> lines = split_lines(text);
+    int announced = -1;
+    if (lines.size() != 3 || lines[0] != announcement_magic || lines[1].rfind("g.", 0) != 0 ||
+        lines[1].find_first_not_of("g.abcdefghijklmnopqrstuvwxyz0123456789") != std::string::npos ||
+        std::from_chars(lines[2].data(), lines[2].data() + lines[2].size(), announced).ptr !=
+            lines[2].data() + lines[2].size())
+      throw SystemError(fmt::format("{}/group: not an announcement of a group; not used", top_.path()));
+    if (announced != size)
+      throw UsageError(another_group(folder_, fmt::format("a group of {} processes, where FABRICBENCH_WORLD_SIZE is "
+                                                          "{}; or the ranks disagree on the size",
+                                                          announced, size)));
+    std::optional<PrivateFolder> gen = top_.open_folder(lines[1]);
+    if (!gen) return false;
+    Fd live = gen->open_rw("live", false);
+    if (!live.valid() || ::flock(live.get(), LOCK_SH | LOCK_NB) != 0) return false;  // it is ending
+    if (!gen->create_new(fmt::format("join.{}", rank_))) {
+      // Before the group has formed, either process may be the stranger:
+      // stop the generation. After, this one came late.
+      if (!gen->exists("formed")) {
+        try {
+          gen->write("abort", fmt::format("{}{}\n", usage_mark,
+                                          another_group(folder_, fmt::format("two processes came as rank {}", rank_))));
+        } catch (const SystemError&) {  // NOLINT(bugprone-empty-catch): the group has ended already
+        }
+      }
+      leave(top_, gen, live);
+      throw UsageError(another_group(folder_, fmt::format("rank {} of it is already running", rank_)));
+    }
+    gen_ = std::move(gen);
+    live_ = std::move(live);
+    return true;
+  }
+
+  // Gives up this process's hold on the generation; the last to go (who
+  // gets its `live` lock exclusively) removes it.
+  static void leave(const PrivateFolder& top, std::optional<PrivateFolder>& gen, Fd& live) noexcept {
+    if (gen && live.valid() && ::flock(live.get(), LOCK_EX | LOCK_NB) == 0) {
+      try {
+        for (const std::string& name : gen->entries()) gen->remove(name);
+      } catch (...) {  // NOLINT(bugprone-empty-catch): files left behind go with the next group in the folder
+      }
+      (void)top.remove_folder_if_empty(gen->name());
+    }
+    live = Fd();
+  }
+
+  static std::vector<std::string> split_lines(const std::string& text) {
+    std::vector<std::string> out;
+    std::size_t start = 0;
+    while (start < text.size()) {
+      const std::size_t end = text.find('\n', start);
+      if (end == std::string::npos) {
+        out.push_back(text.substr(start));
+        break;
+      }
+      out.push_back(text.substr(start, end - start));
+      start = end + 1;
+    }
+    return out;
+  }
+
+  std::string folder_;
+  PrivateFolder top_;
+  int rank_;
+  std::optional<PrivateFolder> gen_;
+  Fd lock_;          // rank 0: <folder>/lock, held exclusively
+  Fd announcement_;  // rank 0: <folder>/group, held exclusively
+  Fd live_;          // <generation>/live, held shared
+};
 
 // Each round every member writes <prefix>r<round>.<rank> (written aside and
 // renamed, so a reader never sees half a file) and reads all of them. Once a
 // member has read round r, every member has written round r and so has read
-// round r-1: the member's own file of round r-1 can go.
-// When a member is done with the group it leaves <prefix>done.<rank>; the
-// member that finds every mark (all have read all they needed) removes the
-// group's files, and the world group's last member the folder if empty.
+// round r-1: the member's own file of round r-1 can go. What is left when
+// the group ends goes with its generation (Meeting).
 class FileBackend final : public GroupBackend {
  public:
-  FileBackend(fs::path dir, std::string prefix, int rank, int size, std::chrono::milliseconds timeout)
-      : dir_(std::move(dir)), prefix_(std::move(prefix)), rank_(rank), size_(size), timeout_(timeout) {}
+  FileBackend(std::shared_ptr<const Meeting> meeting, std::string prefix, int rank, int size,
+              std::chrono::milliseconds timeout)
+      : meeting_(std::move(meeting)), prefix_(std::move(prefix)), rank_(rank), size_(size), timeout_(timeout) {}
   FileBackend(const FileBackend&) = delete;
   FileBackend& operator=(const FileBackend&) = delete;
-  ~FileBackend() override {
-    try {
-      if (!failed_) clean_up();
-    } catch (...) {  // NOLINT(bugprone-empty-catch): files left behind are no reason to fail a finished run
-    }
-  }
+  ~FileBackend() override = default;
   [[nodiscard]] int rank() const override { return rank_; }
   [[nodiscard]] int size() const override { return size_; }
 
   std::vector<std::string> exchange(const std::string& mine) override {
+    const PrivateFolder& dir = meeting_->generation();
     const std::uint64_t round = round_++;
-    write_private_file(dir_.string(), name(round, rank_), mine);
+    dir.write(name(round, rank_), mine);
     std::vector<std::string> out(static_cast<std::size_t>(size_));
     std::vector<bool> have(out.size(), false);
     const auto deadline = Clock::now() + timeout_;
@@ -143,92 +345,65 @@ class FileBackend final : public GroupBackend {
     for (std::size_t got = 0; got < out.size();) {
       for (std::size_t r = 0; r < out.size(); ++r) {
         if (have[r]) continue;
-        std::optional<std::string> text = read_private_file(file(round, static_cast<int>(r)).string());
+        std::optional<std::string> text = dir.read(name(round, static_cast<int>(r)));
         if (!text) continue;
         out[r] = std::move(*text);
         have[r] = true;
         ++got;
       }
+      check_abort(dir);
       if (got == out.size()) break;
-      if (const std::optional<std::string> abort = read_private_file((dir_ / "abort").string())) {
-        // Only the first line, shortened, and shown, not obeyed, by a terminal.
-        std::string why = abort->substr(0, std::min(abort->find('\n'), std::size_t{300}));
-        failed_ = true;
-        throw SystemError(fmt::format("another process of the group failed: {}", terminal_safe(why)));
-      }
       if (Clock::now() > deadline) {
-        failed_ = true;
         std::string missing;
         for (std::size_t r = 0; r < out.size(); ++r)
           if (!have[r]) missing += fmt::format("{}{}", missing.empty() ? "" : ", ", r);
         throw SystemError(fmt::format("rank {} waited {} ms in {} for rank(s) {} of its group", rank_, timeout_.count(),
-                                      dir_.string(), missing));
+                                      dir.path(), missing));
       }
-      std::this_thread::sleep_for(std::chrono::microseconds(++polls < 50 ? 100 : 2000));
+      poll_pause(polls);
     }
-    if (round > 0) {
-      std::error_code ignored;
-      fs::remove(file(round - 1, rank_), ignored);
-    }
+    if (round > 0) dir.remove(name(round - 1, rank_));
+    if (round == 0 && prefix_ == "w_") meeting_->formed();
     return out;
   }
 
   std::unique_ptr<GroupBackend> subgroup(const std::vector<int>& members, int index, const std::string& tag) override {
-    return std::make_unique<FileBackend>(dir_, prefix_ + tag + "_", index, static_cast<int>(members.size()), timeout_);
+    return std::make_unique<FileBackend>(meeting_, prefix_ + tag + "_", index, static_cast<int>(members.size()),
+                                         timeout_);
   }
 
   void fail(const std::string& why) noexcept override {
-    failed_ = true;
     try {
-      write_private_file(dir_.string(), "abort", fmt::format("rank {}: {}\n", rank_, why));
+      meeting_->generation().write("abort", fmt::format("rank {}: {}\n", rank_, why));
     } catch (...) {  // NOLINT(bugprone-empty-catch): the others time out instead
     }
   }
 
+  [[nodiscard]] const std::string& folder() const { return meeting_->generation().path(); }
+
  private:
+  // Also once every file of a round is in: a group stopped before it formed
+  // (two processes as one rank) must not go on with a round that completed.
+  static void check_abort(const PrivateFolder& dir) {
+    const std::optional<std::string> abort = dir.read("abort");
+    if (!abort) return;
+    // Only the first line, shortened, and shown, not obeyed, by a terminal.
+    const std::string first = abort->substr(0, abort->find('\n'));
+    if (first.rfind(usage_mark, 0) == 0)  // it names a path: up to PATH_MAX and the words around it
+      throw UsageError(terminal_safe(first.substr(usage_mark.size(), 4400)));
+    throw SystemError(fmt::format("another process of the group failed: {}", terminal_safe(first.substr(0, 300))));
+  }
+
   [[nodiscard]] std::string name(std::uint64_t round, int rank) const {
     return fmt::format("{}r{}.{}", prefix_, round, rank);
   }
-  [[nodiscard]] fs::path file(std::uint64_t round, int rank) const { return dir_ / name(round, rank); }
 
-  // This group's own files: <prefix>r<round>.<rank> and <prefix>done.<rank>
-  // (not a subgroup's, whose prefix extends this one).
-  [[nodiscard]] bool own_file(const std::string& file_name) const {
-    if (file_name.rfind(prefix_, 0) != 0) return false;
-    std::string_view rest(file_name);
-    rest.remove_prefix(prefix_.size());
-    if (rest.rfind("done.", 0) == 0) {
-      rest.remove_prefix(5);
-    } else if (rest.rfind('r', 0) == 0) {
-      rest.remove_prefix(1);
-      const auto dot = rest.find('.');
-      if (dot == 0 || dot == std::string_view::npos ||
-          rest.substr(0, dot).find_first_not_of("0123456789") != std::string_view::npos)
-        return false;
-      rest.remove_prefix(dot + 1);
-    } else {
-      return false;
-    }
-    return !rest.empty() && rest.find_first_not_of("0123456789") == std::string_view::npos;
-  }
-
-  void clean_up() {
-    write_private_file(dir_.string(), fmt::format("{}done.{}", prefix_, rank_), "");
-    for (int r = 0; r < size_; ++r)
-      if (!fs::exists(dir_ / fmt::format("{}done.{}", prefix_, r))) return;
-    std::error_code ignored;
-    for (const fs::directory_entry& entry : fs::directory_iterator(dir_, ignored))
-      if (own_file(entry.path().filename().string())) fs::remove(entry.path(), ignored);
-    if (prefix_ == "w_") fs::remove(dir_, ignored);  // only when empty
-  }
-
-  fs::path dir_;
+  std::shared_ptr<const Meeting> meeting_;
   std::string prefix_;
   int rank_;
   int size_;
   std::chrono::milliseconds timeout_;
   std::uint64_t round_ = 0;
-  bool failed_ = false;
 };
 
 std::optional<int> env_int(const char* name) {
@@ -260,8 +435,8 @@ void fail_group(const Comm& member, const std::string& why) noexcept {
 Comm make_file_comm(const std::string& directory, int rank, int size, std::chrono::milliseconds timeout) {
   if (size < 1 || rank < 0 || rank >= size)
     throw UsageError(fmt::format("rank {} of {} processes is not a valid position", rank, size));
-  prepare_private_folder(directory);
-  return CommAccess::wrap(std::make_unique<FileBackend>(directory, "w_", rank, size, timeout));
+  auto meeting = std::make_shared<const Meeting>(directory, rank, size, timeout);
+  return CommAccess::wrap(std::make_unique<FileBackend>(std::move(meeting), "w_", rank, size, timeout));
 }
 
 std::optional<Comm> file_comm_from_environment(std::chrono::milliseconds timeout) {
@@ -272,6 +447,11 @@ std::optional<Comm> file_comm_from_environment(std::chrono::milliseconds timeout
   if (!rank || !size)
     throw UsageError("FABRICBENCH_BOOTSTRAP is set: FABRICBENCH_RANK and FABRICBENCH_WORLD_SIZE must be set too");
   return make_file_comm(dir, *rank, *size, timeout);
+}
+
+std::string exchange_folder(const Comm& member) {
+  const auto* b = dynamic_cast<const FileBackend*>(CommAccess::backend(member));
+  return b == nullptr ? std::string() : b->folder();
 }
 
 bool is_local_group(const Comm& comm) {

@@ -526,6 +526,243 @@ class Outputs(unittest.TestCase, OneLine):
         self.assertEqual(left, [])
 
 
+SHORT_SWEEP = ["sweep", "-b", "1K", "-e", "64K", "-n", "2", "-w", "1", "--ops", "allreduce", "-q"]
+# A group without a launcher that met and reached its transport: on a machine
+# without a GPU its rank 0 says so in one line (exit 2) after the meeting's
+# collectives ran; with one, it measures.
+NO_TRANSPORT = r"^fabricbench: error: (no CUDA device visible on |--transport mpi needs mpirun)"
+
+
+def gpu_visible():
+    try:
+        proc = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return proc.returncode == 0 and "GPU 0" in proc.stdout
+
+
+GPU = None
+
+
+def have_gpu():
+    global GPU  # pylint: disable=global-statement
+    if GPU is None:
+        GPU = gpu_visible()
+    return GPU
+
+
+def start_member(folder, rank, size, *args, label="run", json_path=None):
+    """One process of a launcher-free group meeting in `folder`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("OMPI_", "PMIX_", "PMI_", "SLURM_"))}
+    env.update(FABRICBENCH_BOOTSTRAP=folder, FABRICBENCH_RANK=str(rank), FABRICBENCH_WORLD_SIZE=str(size),
+               NCCL_HOSTID=f"{label}-{rank}")
+    cmd = [ARGS.binary, *(args or SHORT_SWEEP), "--label", label, "--timeout", "5"]
+    if size > 1:
+        cmd.append("--allow-shared-gpu")  # the ranks of one machine may share its one GPU
+    if json_path:
+        cmd += ["--json", json_path]
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def finish(procs, timeout=240):
+    """(returncode, stdout, stderr) of each, killing all of them past `timeout`."""
+    deadline = time.monotonic() + timeout
+    out = []
+    try:
+        for p in procs:
+            o, e = p.communicate(timeout=max(1.0, deadline - time.monotonic()))
+            out.append((p.returncode, o, e))
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+    return out
+
+
+def await_path(path, procs, timeout=60):
+    """Waits until `path` exists (while `procs` still run)."""
+    deadline = time.monotonic() + timeout
+    while not os.path.exists(path):
+        if time.monotonic() > deadline or any(p.poll() is not None for p in procs):
+            raise AssertionError(f"{path} did not appear")
+        time.sleep(0.02)
+
+
+def error_lines(stderr):
+    return [l for l in stderr.splitlines() if l.strip()]
+
+
+class GroupChecks:
+    def assert_ran(self, results, label="run", json_path=None):
+        """A group whose members met, every one of them done."""
+        (code0, _, err0), *others = results
+        if have_gpu():
+            self.assertEqual(code0, 0, err0)
+            if json_path:
+                with open(json_path, encoding="utf-8") as f:
+                    doc = json.load(f)
+                self.assertTrue(doc["status"]["complete"])
+                self.assertEqual(doc["run"]["label"], label)
+                self.assertEqual(doc["run"]["ranks"], len(results))
+        else:
+            self.assertEqual(code0, 2, err0)
+            lines = error_lines(err0)
+            self.assertEqual(len(lines), 1, err0)
+            self.assertRegex(lines[0], NO_TRANSPORT)
+        for code, _, err in others:
+            self.assertEqual(code, code0, err)
+            self.assertEqual(error_lines(err), [])
+
+
+class LauncherlessFolder(unittest.TestCase, GroupChecks):
+    """FABRICBENCH_BOOTSTRAP: the meeting folder of processes started by hand."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.folder = os.path.join(self.dir.name, "meet")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def test_a_symlink_is_refused_with_or_without_a_trailing_slash(self):
+        os.mkdir(self.folder, 0o700)
+        link = os.path.join(self.dir.name, "link")
+        os.symlink(self.folder, link)
+        for named in (link, link + "/", link + "//", link + "/."):
+            with self.subTest(named=named):
+                [(code, _, err)] = finish([start_member(named, 0, 1)], timeout=60)
+                self.assertEqual(code, 2, err)
+                lines = error_lines(err)
+                self.assertEqual(len(lines), 1, err)
+                self.assertRegex(lines[0], r"^fabricbench: error: FABRICBENCH_BOOTSTRAP .*link/*\.?: is a symlink")
+        self.assertEqual(os.listdir(self.folder), [])
+
+    def test_what_a_dead_group_left_is_not_read_by_the_next(self):
+        # A rank 0 killed while its group waits for rank 1: its announcement
+        # and exchange folder stay; plant an abort and a bad round file there.
+        dead = start_member(self.folder, 0, 2)
+        await_path(os.path.join(self.folder, "group"), [dead])
+        dead.kill()
+        dead.communicate()
+        generations = [n for n in os.listdir(self.folder) if n.startswith("g.")]
+        self.assertEqual(len(generations), 1, os.listdir(self.folder))
+        with open(os.path.join(self.folder, generations[0], "abort"), "w", encoding="utf-8") as f:
+            f.write("rank 1: the dead group failed\n")
+        with open(os.path.join(self.folder, generations[0], "w_r0.1"), "w", encoding="utf-8") as f:
+            f.write("abc")
+        # Rank 1 first: the old announcement is not its group's.
+        procs = [start_member(self.folder, 1, 2)]
+        procs.insert(0, start_member(self.folder, 0, 2))
+        results = finish(procs)
+        self.assert_ran(results)
+        self.assertNotIn("dead group", "".join(e for _, _, e in results))
+        self.assertFalse(os.path.exists(self.folder), "the folder or a file in it was left behind")
+
+    def test_a_second_group_in_a_folder_in_use_is_refused_at_once(self):
+        first = start_member(self.folder, 0, 2)
+        try:
+            await_path(os.path.join(self.folder, "group"), [first])
+            [(code, _, err)] = finish([start_member(self.folder, 0, 2, label="second")], timeout=60)
+            self.assertEqual(code, 2, err)
+            lines = error_lines(err)
+            self.assertEqual(len(lines), 1, err)
+            self.assertEqual(lines[0], f"fabricbench: error: FABRICBENCH_BOOTSTRAP {self.folder}: another group is "
+                                       "using this folder (its rank 0 is running); give each group a folder of its own")
+            rest = start_member(self.folder, 1, 2)
+        except BaseException:
+            first.kill()
+            raise
+        self.assert_ran(finish([first, rest]))
+        self.assertFalse(os.path.exists(self.folder), "the folder or a file in it was left behind")
+
+    def test_two_groups_started_at_once_in_one_folder_end_and_say_so(self):
+        # Which process comes first is up to the scheduler: whatever the
+        # order, every process ends (none hangs), with one line at most, and
+        # either both groups ran or a line names the other group.
+        procs = []
+        for label in ("first", "second"):
+            procs += [start_member(self.folder, r, 2, label=label) for r in range(2)]
+        results = finish(procs)
+        named = False
+        for code, _, err in results:
+            lines = error_lines(err)
+            self.assertLessEqual(len(lines), 1, err)
+            self.assertIn(code, (0, 2, 4), err)
+            for line in lines:
+                self.assertTrue(line.startswith("fabricbench: error"), line)
+                if "another group is using this folder" in line:
+                    self.assertIn(self.folder, line)
+                    named = True
+                elif code == 4:  # a rank 1 whose rank 0 was refused, after the deadline
+                    self.assertIn("for rank 0 of its group to start it", line)
+                else:
+                    self.assertRegex(line, NO_TRANSPORT)
+        # A process waits past its deadline only when its rank 0 was refused.
+        self.assertTrue(named or all(code != 4 for code, _, _ in results), results)
+        self.assertFalse(os.path.exists(self.folder), "the folder or a file in it was left behind")
+
+
+class ConcurrentRuns(unittest.TestCase, GroupChecks):
+    """Two runs at once on one machine keep to their own files."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def start_mpirun(self, label, json_path):
+        cmd = [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np", "2",
+               ARGS.binary, *SHORT_SWEEP, "--transport", "mpi", "--label", label, "--json", json_path]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def load(self, path):
+        with open(path, encoding="utf-8") as f:
+            doc = json.load(f)
+        self.assertTrue(doc["status"]["complete"], path)
+        self.assertTrue(doc["records"], path)
+        return doc
+
+    def test_two_mpirun_runs_keep_their_own_results(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        paths = {label: os.path.join(self.dir.name, f"{label}.json") for label in ("first", "second")}
+        results = finish([self.start_mpirun(label, path) for label, path in paths.items()])
+        for code, _, err in results:
+            self.assertEqual(code, 0, err)
+        for label, path in paths.items():
+            self.assertEqual(self.load(path)["run"]["label"], label)
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["first.json", "second.json"])  # no temporaries
+
+    def test_two_mpirun_runs_on_one_file_leave_one_whole_document(self):
+        if not ARGS.mpirun:
+            self.skipTest("built without MPI")
+        path = os.path.join(self.dir.name, "same.json")
+        results = finish([self.start_mpirun(label, path) for label in ("first", "second")])
+        for code, _, err in results:
+            self.assertEqual(code, 0, err)
+        doc = self.load(path)  # parses whole: one run's document, not a mix
+        self.assertIn(doc["run"]["label"], ("first", "second"))
+        self.assertEqual(doc["run"]["ranks"], 2)
+        self.assertEqual(os.listdir(self.dir.name), ["same.json"])
+
+    def test_two_launcherless_groups_in_sibling_folders_run_side_by_side(self):
+        parent = os.path.join(self.dir.name, "meetings")
+        os.mkdir(parent, 0o700)
+        groups = {}
+        for label in ("first", "second"):
+            json_path = os.path.join(self.dir.name, f"{label}.json")
+            groups[label] = (json_path, [start_member(os.path.join(parent, label), r, 2, label=label,
+                                                      json_path=json_path) for r in range(2)])
+        for label, (json_path, procs) in groups.items():
+            with self.subTest(label=label):
+                self.assert_ran(finish(procs), label=label, json_path=json_path)
+        self.assertEqual(os.listdir(parent), [])  # both folders removed
+        left = sorted(os.listdir(self.dir.name))
+        self.assertEqual(left, ["first.json", "meetings", "second.json"] if have_gpu() else ["meetings"])
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     parser.add_argument("--binary", required=True)

@@ -3,8 +3,9 @@
 // and decodes them in the collectives it runs at start-up (discover_layout:
 // host names, the shared-memory split, node leaders and local ranks), then a
 // barrier, a broadcast, two all-reduces and an all-gather. The input plays
-// every other member: the files are written before rank 0 starts, so any
-// byte string another user could plant in the folder reaches the decoders.
+// every other member: the files are written into the group's exchange folder
+// once rank 0 has made it and before it runs a collective, so any byte string
+// another user could plant there reaches the decoders.
 //
 // Input: byte 0 picks the group size (2..8), byte 1 bit 0 says whether the
 // last chunk is written as the folder's `abort` file; then chunks, each a
@@ -95,10 +96,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::string_view chunk;
   while (files.size() < names.size() && chunks.next(chunk)) files.emplace_back(names[files.size()], chunk);
   if (abort_file && !files.empty()) files.back().first = "abort";
-  for (const auto& [name, content] : files) fuzz::write_file((dir / name).string(), content);
 
   fuzz::guarded(fuzz::Accept::any_error, fuzz::Source::file, [&] {
     const Comm world = make_file_comm(dir.string(), 0, n, no_wait);
+    const fs::path exchanges = exchange_folder(world);
+    for (const auto& [name, content] : files) fuzz::write_file((exchanges / name).string(), content);
     const Layout layout = discover_layout(world);
     check_layout(layout);
     world.barrier();

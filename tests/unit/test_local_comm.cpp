@@ -153,7 +153,7 @@ TEST(LocalComm, FileGroupRefusesAValueOfTheWrongSize) {
   std::filesystem::remove_all(dir);
   const Comm first = make_file_comm(dir.string(), 0, 2, 20s);
   {
-    std::ofstream forged(dir / "w_r0.1", std::ios::binary);
+    std::ofstream forged(std::filesystem::path(exchange_folder(first)) / "w_r0.1", std::ios::binary);
     forged << "abc";
   }
   try {
@@ -207,6 +207,11 @@ TEST(LocalComm, FileGroupRefusesAFolderOthersCanWrite) {
   fs::create_directory_symlink(dir, link);
   EXPECT_NE(usage_error_of([&] { (void)make_file_comm(link.string(), 0, 1, 1s); }).find("is a symlink"),
             std::string::npos);
+  // A trailing "/" (or "/.") makes the kernel follow the link: refused alike.
+  for (const std::string& named : {link.string() + "/", link.string() + "//", link.string() + "/."})
+    EXPECT_NE(usage_error_of([&] { (void)make_file_comm(named, 0, 1, 1s); }).find("is a symlink"), std::string::npos)
+        << named;
+  EXPECT_TRUE(fs::is_empty(dir)) << "a file was written through the link";
   fs::remove(link);
   fs::remove_all(dir);
 }
@@ -216,9 +221,10 @@ TEST(LocalComm, FileGroupWritesNoFileThroughAPlantedSymlink) {
   const fs::path victim = fresh_folder("fabricbench-comm-victim");
   std::ofstream(victim) << "precious";
   const Comm lone = make_file_comm(dir.string(), 0, 1, 1s);
+  const fs::path exchanges = exchange_folder(lone);
   // The old writer wrote <file>.tmp.<pid>, and "abort" directly.
-  fs::create_symlink(victim, dir / ("w_r0.0.tmp." + std::to_string(::getpid())));
-  fs::create_symlink(victim, dir / "abort");
+  fs::create_symlink(victim, exchanges / ("w_r0.0.tmp." + std::to_string(::getpid())));
+  fs::create_symlink(victim, exchanges / "abort");
   fail_group(lone, "stop");
   std::ifstream in(victim);
   std::string text;
@@ -231,7 +237,8 @@ TEST(LocalComm, FileGroupWritesNoFileThroughAPlantedSymlink) {
 TEST(LocalComm, FileGroupShowsAForgedAbortWithoutItsEscapes) {
   const fs::path dir = fresh_folder("fabricbench-comm-abort");
   const Comm lone = make_file_comm(dir.string(), 0, 2, 5s);
-  std::ofstream(dir / "abort") << "rank 1: \x1b]0;owned\x07\x1b[2J" << std::string(1000, 'x') << "\nsecond line";
+  std::ofstream(fs::path(exchange_folder(lone)) / "abort")
+      << "rank 1: \x1b]0;owned\x07\x1b[2J" << std::string(1000, 'x') << "\nsecond line";
   try {
     lone.barrier();
     FAIL() << "barrier returned";
@@ -250,9 +257,110 @@ TEST(LocalComm, FileGroupRefusesAForgedRoundFile) {
   const Comm first = make_file_comm(dir.string(), 0, 2, 5s);
   // Rank 1 never comes; a forged file of its first round is 3 bytes where a
   // split sends 8.
-  std::ofstream(dir / "w_r0.1") << "abc";
+  std::ofstream(fs::path(exchange_folder(first)) / "w_r0.1") << "abc";
   EXPECT_THROW((void)first.split(0, 0), SystemError);
   fs::remove_all(dir);
+}
+
+void write_text(const fs::path& path, const std::string& text) { std::ofstream(path, std::ios::binary) << text; }
+
+// A group that died (killed, or failed before its end) left its announcement,
+// an abort and a round file behind: a new group in the folder reads none of
+// them, and its rank 0 removes the dead generation.
+TEST(LocalComm, FileGroupIgnoresWhatADeadGroupLeft) {
+  const fs::path dir = fresh_folder("fabricbench-comm-stale");
+  fs::create_directories(dir / "g.stale");
+  fs::permissions(dir, fs::perms::owner_all, fs::perm_options::replace);
+  fs::permissions(dir / "g.stale", fs::perms::owner_all, fs::perm_options::replace);
+  write_text(dir / "group", "fabricbench-group 1\ng.stale\n2\n");
+  for (const char* name : {"live", "join.0", "join.1", "w_r0.0"}) write_text(dir / "g.stale" / name, "");
+  write_text(dir / "g.stale" / "abort", "rank 1: the dead group failed\n");
+  write_text(dir / "g.stale" / "w_r0.1", "abc");
+  write_text(dir / "abort", "rank 1: an older layout's abort\n");
+  // No rank 0 holds the announcement: a member waits for its own group's.
+  try {
+    (void)make_file_comm(dir.string(), 1, 2, 300ms);
+    FAIL() << "joined a dead group";
+  } catch (const SystemError& e) {
+    EXPECT_NE(std::string(e.what()).find("for rank 0 of its group to start it"), std::string::npos) << e.what();
+  }
+  {
+    std::vector<Comm> group;
+    for (int r = 0; r < 2; ++r) group.push_back(make_file_comm(dir.string(), r, 2, 20s));
+    EXPECT_FALSE(fs::exists(dir / "g.stale")) << "the dead generation was kept";
+    on_each(group, collectives);
+  }
+  EXPECT_FALSE(fs::exists(dir / "group"));
+  EXPECT_TRUE(fs::exists(dir / "abort"));  // not this tool's to remove
+  fs::remove_all(dir);
+}
+
+// A second group in a folder in use: its rank 0 is refused, and so is a
+// member that comes once the group has formed; the group goes on and cleans up.
+TEST(LocalComm, FileGroupRefusesASecondGroupInItsFolder) {
+  const fs::path dir = fresh_folder("fabricbench-comm-second");
+  {
+    std::vector<Comm> group;
+    for (int r = 0; r < 2; ++r) group.push_back(make_file_comm(dir.string(), r, 2, 20s));
+    on_each(group, [](const Comm& c) { c.barrier(); });
+    const std::string rank0 = usage_error_of([&] { (void)make_file_comm(dir.string(), 0, 2, 1s); });
+    EXPECT_NE(rank0.find("FABRICBENCH_BOOTSTRAP " + dir.string() + ": another group is using this folder"),
+              std::string::npos)
+        << rank0;
+    const std::string rank1 = usage_error_of([&] { (void)make_file_comm(dir.string(), 1, 2, 1s); });
+    EXPECT_NE(rank1.find("another group is using this folder (rank 1 of it is already running)"), std::string::npos)
+        << rank1;
+    const std::string other_size = usage_error_of([&] { (void)make_file_comm(dir.string(), 1, 3, 1s); });
+    EXPECT_NE(other_size.find("a group of 2 processes, where FABRICBENCH_WORLD_SIZE is 3"), std::string::npos)
+        << other_size;
+    on_each(group, collectives);
+  }
+  EXPECT_FALSE(fs::exists(dir)) << "files or the folder were left behind";
+}
+
+// Two processes came as rank 1 before the group formed: either may be the
+// stranger, so the group stops with the same usage error, and still cleans up.
+TEST(LocalComm, FileGroupStopsWhenARankComesTwiceBeforeItFormed) {
+  const fs::path dir = fresh_folder("fabricbench-comm-twice");
+  {
+    std::vector<Comm> group;
+    group.push_back(make_file_comm(dir.string(), 0, 3, 20s));
+    group.push_back(make_file_comm(dir.string(), 1, 3, 20s));
+    const std::string twice = usage_error_of([&] { (void)make_file_comm(dir.string(), 1, 3, 1s); });
+    EXPECT_NE(twice.find("another group is using this folder"), std::string::npos) << twice;
+    group.push_back(make_file_comm(dir.string(), 2, 3, 20s));
+    std::vector<std::string> errors(group.size());
+    std::vector<std::thread> threads;
+    for (std::size_t r = 0; r < group.size(); ++r)
+      threads.emplace_back([&, r] { errors[r] = usage_error_of([&] { group[r].barrier(); }); });
+    for (auto& t : threads) t.join();
+    for (const std::string& e : errors)
+      EXPECT_NE(e.find("another group is using this folder (two processes came as rank 1)"), std::string::npos) << e;
+  }
+  EXPECT_FALSE(fs::exists(dir)) << "files or the folder were left behind";
+}
+
+// The folder is checked once, on a descriptor: swapped for another under its
+// path afterwards, the group goes on in the one it checked.
+TEST(LocalComm, FileGroupKeepsToTheFolderItChecked) {
+  const fs::path dir = fresh_folder("fabricbench-comm-swapped");
+  const fs::path moved = fresh_folder("fabricbench-comm-swapped-away");
+  {
+    const Comm lone = make_file_comm(dir.string(), 0, 1, 1s);
+    fs::rename(dir, moved);
+    fs::create_directory(dir);
+    fs::permissions(dir, fs::perms::all);  // another user's, open to all
+    lone.barrier();
+    fail_group(lone, "stop");
+    EXPECT_TRUE(fs::is_empty(dir)) << "a file went into the swapped-in folder";
+    EXPECT_EQ(fs::path(exchange_folder(lone)).parent_path(), dir);  // named as given
+    bool found = false;
+    for (const auto& entry : fs::directory_iterator(moved)) found = found || fs::exists(entry.path() / "abort");
+    EXPECT_TRUE(found) << "the abort is not in the folder that was checked";
+  }
+  EXPECT_TRUE(fs::is_empty(dir));
+  fs::remove_all(dir);
+  fs::remove_all(moved);
 }
 
 }  // namespace
