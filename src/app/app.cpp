@@ -23,6 +23,7 @@
 #include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/safe_file.hpp"
+#include "fabricbench/core/signal_relay.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/watchdog.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
@@ -136,8 +137,10 @@ void write_results(const RunConfig& config, const RunResult& result) {
 }
 
 // What the lead rank saved last, for the watchdog: on a timeout or a signal
-// it writes this again with complete: false and the reason. The mutex is
-// held while either writes, so the watchdog's file is the last.
+// it writes this again with complete: false and the reason. The mutex guards
+// the copy only, never a write: a write of the main thread's that the
+// watchdog's overtakes is dropped at its rename, and that thread then waits
+// for the end (begin_final_writes), so the watchdog's file is the last.
 struct LastSaved {
   std::mutex mutex;
   RunResult result;
@@ -148,10 +151,12 @@ struct LastSaved {
 // how long it ran (and so what it cost).
 void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start, LastSaved& last) {
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  const std::lock_guard lock(last.mutex);
+  {
+    const std::lock_guard lock(last.mutex);
+    last.result = result;
+    last.start = start;
+  }
   write_results(config, result);
-  last.result = result;
-  last.start = start;
 }
 
 // The watchdog's last words on the lead rank: the last save again, marked
@@ -159,12 +164,17 @@ void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock:
 void install_last_words(Watchdog* watchdog, const RunConfig& config, LastSaved& last) {
   if (watchdog == nullptr) return;
   watchdog->set_last_words([&config, &last](const std::string& reason) {
-    const std::lock_guard lock(last.mutex);
-    RunResult result = last.result;
+    RunResult result;
+    std::chrono::steady_clock::time_point start;
+    {
+      const std::lock_guard lock(last.mutex);
+      result = last.result;
+      start = last.start;
+    }
     result.complete = false;
     result.end_reason = reason;
-    if (last.start != std::chrono::steady_clock::time_point{})
-      result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - last.start).count();
+    if (start != std::chrono::steady_clock::time_point{})
+      result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     write_results(config, result);
   });
 }
@@ -683,7 +693,17 @@ int run_measurements(int* argc, char*** argv, const RunConfig& config) {
   const Comm world = Comm::world();
   Watchdog::note_phase("start-up");
   const int code = run_guarded(
-      [&] { return execute(config, world, &*watchdog); },
+      [&] {
+        // Each rank's reason reaches the lead before the rank ends
+        // (core/signal_relay.hpp): the lead's address, port and token first.
+        if (world.size() > 1) {
+          std::unique_ptr<SignalRelay> relay = world.rank() == 0 ? SignalRelay::listen() : nullptr;
+          const std::string lead = world.broadcast_bytes(relay ? relay->text() : std::string(), 0);
+          if (world.rank() != 0) relay = SignalRelay::toward(lead);
+          if (relay) watchdog->set_relay(std::move(relay));
+        }
+        return execute(config, world, &*watchdog);
+      },
       Guard{world.rank() == 0, fmt::format("{} rank {}", this_hostname(), world.rank()), [&world](const std::string&) {
               if (world.size() > 1) world.abort(exit_error);
             }});

@@ -78,10 +78,27 @@ Temporary make_temporary(const std::string& path) {
   if (base.size() > name_max - added) base.resize(name_max - added);
   std::string name = fmt::format("{}/.{}.XXXXXX", folder_of(path), base);
   Unfinished& u = unfinished();
-  const std::lock_guard lock(u.mutex);
+  std::unique_lock lock(u.mutex);
+  // The run is ending on another thread: this write would be dropped, and a
+  // temporary made now could outlive the removal of the unfinished ones.
+  if (u.ending && u.ender != std::this_thread::get_id()) {
+    lock.unlock();
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
   const int fd = mkostemp(name.data(), O_CLOEXEC);
   if (fd >= 0) u.names.insert(name);
   return {fd < 0 ? std::string() : name, fd};
+}
+
+// The last words: written by the thread that ends the run, which the
+// launcher kills a second after its SIGTERM (Open MPI). They are not synced
+// to disk, which can take longer than that on a busy machine; the rename
+// still makes them whole for every reader, and only a power loss in the
+// next seconds could lose them.
+bool writing_last_words() {
+  Unfinished& u = unfinished();
+  const std::lock_guard lock(u.mutex);
+  return u.ending && u.ender == std::this_thread::get_id();
 }
 
 void forget_temporary(const std::string& name) {
@@ -289,7 +306,8 @@ void write_file_safely(const std::string& path, const std::function<void(std::os
   if (temp.fd < 0)
     throw SystemError(fmt::format("cannot create a temporary file for {}: {}", path, std::strerror(errno)));
   const mode_t mode = target ? (target->st_mode & 0777) : (0666 & ~process_umask());
-  const bool written = write_all(temp.fd, text) && ::fchmod(temp.fd, mode) == 0 && ::fsync(temp.fd) == 0;
+  const bool written =
+      write_all(temp.fd, text) && ::fchmod(temp.fd, mode) == 0 && (writing_last_words() || ::fsync(temp.fd) == 0);
   const int write_errno = errno;
   if (::close(temp.fd) != 0 || !written) {
     const int err = written ? errno : write_errno;

@@ -19,10 +19,15 @@
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
 #include <thread>
+
+#include <sys/types.h>
+
+#include "fabricbench/core/signal_relay.hpp"
 
 namespace fabricbench {
 
@@ -63,17 +68,43 @@ class Watchdog {
 
   // The line the watchdog prints for a timeout, without "fabricbench: error: ".
   [[nodiscard]] std::string timeout_reason() const;
+  // Under a launcher with several ranks (core/signal_relay.hpp): the lead's
+  // listener or another rank's sender. Another rank then tells the lead its
+  // reason before it ends; the lead saves that reason, also when the
+  // launcher's SIGTERM reaches it after. Once; later calls are ignored.
+  void set_relay(std::unique_ptr<SignalRelay> relay);
 
  private:
   void watch();
   [[noreturn]] void fire(const std::string& reason, int code);
+  // The lead, on the launcher's SIGCONT (its notice that the job ends):
+  // the relayed reason if one waits, else a save with the launcher's.
+  void launcher_notice(const SignalRelay* relay);
+  // The lead, on the launcher's SIGTERM after that save: the line, and the
+  // end, without writing again (SIGKILL may follow at once).
+  [[noreturn]] void end_as_saved(int code);
+  [[nodiscard]] std::string launcher_reason(const char* signal_name) const;
+  // The lead: ends the run with the reason another rank sent, if one waits.
+  void fire_with_relayed(const SignalRelay* relay);
+  // `reason`, and if this process did not run for a while before it, that.
+  [[nodiscard]] std::string with_stall(std::string reason) const;
 
   std::chrono::milliseconds timeout_;
   std::chrono::milliseconds grace_;
   std::string host_;
   int rank_;
+  bool lead_;
   int timeout_code_;
   int signal_code_;
+  pid_t main_thread_;
+  // The watchdog thread's own: the longest time this process did not run in
+  // the current step, and the main thread's CPU wait when the step began.
+  std::atomic<std::int64_t> stalled_ns_{0};
+  std::atomic<std::int64_t> base_cpu_wait_ns_{-1};
+  std::int64_t stalled_at_ = 0;  // when a stall was last seen
+  bool noticed_ = false;         // the lead saved on the launcher's notice
+  std::atomic<SignalRelay*> relay_{nullptr};
+  std::unique_ptr<SignalRelay> relay_owner_;
   std::atomic<const char*> phase_{"start-up"};
   std::atomic<const char*> op_{nullptr};
   std::atomic<std::size_t> bytes_{0};
