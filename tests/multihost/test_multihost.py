@@ -351,6 +351,49 @@ class MultiHost(TestBedCase):
         self.assertEqual(lines, ["fabricbench: error: --pp 3: must divide the 4 nodes (one pipeline stage per block "
                                  "of nodes)"], proc.stderr)
 
+    def rank_pid(self, rank, marker):
+        """The pid of world rank `rank` of the run whose command line holds `marker` (any host: one pid space)."""
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            for entry in os.listdir("/proc"):
+                if not entry.isdigit():
+                    continue
+                try:
+                    with open(f"/proc/{entry}/cmdline", "rb") as f:
+                        cmdline = f.read()
+                    with open(f"/proc/{entry}/environ", "rb") as f:
+                        env = f.read().split(b"\0")
+                except OSError:
+                    continue
+                if marker.encode() in cmdline and f"OMPI_COMM_WORLD_RANK={rank}".encode() in env and \
+                        cmdline.startswith(ARGS.binary.encode()):
+                    return int(entry)
+            time.sleep(0.2)
+        self.fail(f"rank {rank} did not start")
+
+    def test_sigterm_to_a_rank_on_another_host_is_saved_as_that_host_s(self):
+        # Rank 5 runs on node2; its reason reaches rank 0 on node0 over the
+        # bridge before the launcher stops the rest.
+        cmd = [ARGS.testbed, "mpirun", "-np", "8", "-q", ARGS.binary, "sweep", "--transport", "mpi", "--ops",
+               "allreduce,allgather", "-b", "1K", "-e", "64K", "--min-time-ms", "300", "--json", self.json]
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                start_new_session=True, env={**os.environ, **TESTBED_ENV})
+        try:
+            deadline = time.time() + 120
+            while time.time() < deadline and not os.path.exists(self.json):
+                time.sleep(0.1)
+            os.kill(self.rank_pid(5, self.json), signal.SIGTERM)
+            _, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+        with open(self.json, encoding="utf-8") as f:
+            status = json.load(f)["status"]
+        self.assertFalse(status["complete"])
+        self.assertEqual(status["reason"], "interrupted by SIGTERM on node2 (rank 5) in the sweep phase")
+        self.assertIn("fabricbench: error: interrupted by SIGTERM on node2 (rank 5) in the sweep phase", err)
+
 
 def splitmix64_halvings(nodes, count, seed):
     """The halvings fabricbench documents: splitmix64 from the seed, a
