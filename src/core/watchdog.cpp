@@ -241,6 +241,11 @@ void Watchdog::launcher_notice(const SignalRelay* relay) {
   }
 }
 
+bool Watchdog::has_cleanup() {
+  const std::lock_guard lock(words_mutex_);
+  return static_cast<bool>(cleanup_);
+}
+
 void Watchdog::end_as_saved(int code) {
   firing = true;
   const std::string line = "fabricbench: error: " + with_stall(launcher_reason("SIGTERM")) + '\n';
@@ -301,7 +306,10 @@ void Watchdog::watch() {
         // (that rank sent it before it ended, before the launcher saw the
         // end), else the launcher's.
         fire_with_relayed(relay);
-        if (noticed_) end_as_saved(signal_code_);
+        // Saved on the notice already: end without writing again, unless a
+        // cleanup waits (the storage test's files), whose outcome the file
+        // must carry.
+        if (noticed_ && !has_cleanup()) end_as_saved(signal_code_);
         fire(with_stall(launcher_reason(name)), signal_code_);
       }
     }

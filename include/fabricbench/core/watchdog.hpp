@@ -84,6 +84,7 @@ class Watchdog {
   // end, without writing again (SIGKILL may follow at once).
   [[noreturn]] void end_as_saved(int code);
   [[nodiscard]] std::string launcher_reason(const char* signal_name) const;
+  [[nodiscard]] bool has_cleanup();
   // The lead: ends the run with the reason another rank sent, if one waits.
   void fire_with_relayed(const SignalRelay* relay);
   // `reason`, and if this process did not run for a while before it, that.
