@@ -228,7 +228,9 @@ std::string Watchdog::launcher_reason(const char* signal_name) const {
 
 void Watchdog::launcher_notice(const SignalRelay* relay) {
   fire_with_relayed(relay);
-  if (noticed_) return;
+  // A cleanup waits (the storage test's files, their disk busy): the save
+  // comes at the SIGTERM, after it, with what it removed and left.
+  if (noticed_ || has_cleanup()) return;
   noticed_ = true;
   // Saved now, without ending: the run goes on if the job does.
   const std::lock_guard lock(words_mutex_);
