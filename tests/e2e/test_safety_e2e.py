@@ -405,9 +405,10 @@ class Deadlines(unittest.TestCase):
     def test_a_stopped_rank_0_is_saved_as_stopped_not_as_waiting(self):
         # The others' deadline passes while rank 0 is stopped; they tell it
         # their reason and end. Continued, rank 0 saves theirs, with its own
-        # stop, not "rank 0 waited". (mpirun may kill a stopped rank without
-        # continuing it, 1 s after its SIGTERM: its SIGKILL waits 30 s here,
-        # and the test continues rank 0 once the others have ended.)
+        # stop, not "rank 0 waited". (mpirun ends a job with SIGCONT, SIGTERM
+        # and SIGKILL odls_base_sigkill_timeout seconds apart, and a rank
+        # continued by its SIGCONT may not run before the SIGKILL: 30 s apart
+        # here, and the test continues rank 0 once the others have ended.)
         sweep = ["sweep", "--transport", "mpi", "--ops", "allreduce", "-b", "1K", "-e", "64K", "--min-time-ms", "300",
                  "--json", self.json, "--timeout", "4"]
         proc = subprocess.Popen([ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q",

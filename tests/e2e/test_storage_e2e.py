@@ -196,9 +196,9 @@ class Storage(unittest.TestCase):
                                                "--json", self.json, *extra),
                                     stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
 
-    def finish(self, proc):
+    def finish(self, proc, limit=60):
         try:
-            proc.wait(timeout=60)
+            proc.wait(timeout=limit)
         finally:
             if proc.poll() is None:
                 os.killpg(proc.pid, signal.SIGKILL)
@@ -258,14 +258,16 @@ class Storage(unittest.TestCase):
         return pid, path
 
     def start_killable(self):
-        # mpirun ends the other ranks with SIGTERM when one dies, then SIGKILL
-        # after odls_base_sigkill_timeout (1 s by default): a loaded machine
-        # gets longer, so the cleanup under test is what decides the outcome.
+        # When one rank dies, mpirun ends the others with SIGCONT, then
+        # SIGTERM odls_base_sigkill_timeout seconds later (1 s by default),
+        # then SIGKILL as long again. 15 s here: a loaded machine's disk gets
+        # time for the cleanup, so the cleanup under test decides the
+        # outcome; the job then lasts about 30 s after the kill.
         self.err = os.path.join(self.tmp.name, "err")
         with open(self.err, "w", encoding="utf-8") as err:
             return subprocess.Popen(
                 [ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q",
-                 "--mca", "odls_base_sigkill_timeout", "30", "-np", "2", ARGS.binary, "storage", "--storage-path",
+                 "--mca", "odls_base_sigkill_timeout", "15", "-np", "2", ARGS.binary, "storage", "--storage-path",
                  self.folder, "--file-bytes", "2G", "--json", self.json],
                 stdout=subprocess.DEVNULL, stderr=err, start_new_session=True)
 
@@ -281,7 +283,7 @@ class Storage(unittest.TestCase):
         proc = self.start_killable()
         pid, path = self.freeze_a_writer_mid_write(proc, 1)
         os.kill(pid, signal.SIGKILL)
-        err = self.finish(proc)
+        err = self.finish(proc, 120)
         self.assertNotEqual(proc.returncode, 0, err)
         # Rank 0 is on the same host: it removes rank 1's file with its own.
         left = [os.path.join(self.folder, n) for n in wait_until_empty(self.folder)]
@@ -319,7 +321,7 @@ class Storage(unittest.TestCase):
             pid, _ = self.freeze_a_writer_mid_write(proc, 1)
             subprocess.run(["chattr", "+a", self.folder], check=True)
             os.kill(pid, signal.SIGKILL)
-            err = self.finish(proc)
+            err = self.finish(proc, 120)
             left = sorted(os.path.join(self.folder, n) for n in os.listdir(self.folder))
         finally:
             subprocess.run(["chattr", "-a", self.folder], check=True)
