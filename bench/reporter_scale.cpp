@@ -23,6 +23,9 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/analysis/ladders.hpp"
+#include "fabricbench/analysis/pairs.hpp"
+#include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/engine/pairs.hpp"
@@ -32,8 +35,7 @@
 #include "fabricbench/model/result_json.hpp"
 #include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/writers.hpp"
-#include "fabricbench/topology/topology_analysis.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
+#include "fabricbench/records/topology_json.hpp"
 
 namespace fb = fabricbench;
 

@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/analysis/ladders.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/exit_codes.hpp"
 #include "fabricbench/core/sizes.hpp"

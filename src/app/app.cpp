@@ -13,7 +13,11 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/analysis/ladders.hpp"
+#include "fabricbench/analysis/pairs.hpp"
 #include "fabricbench/analysis/report.hpp"
+#include "fabricbench/analysis/storage.hpp"
+#include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/app/build_info.hpp"
 #include "fabricbench/app/cli.hpp"
@@ -39,7 +43,6 @@
 #include "fabricbench/output/terminal_stream.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
-#include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_probe.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
@@ -347,6 +350,7 @@ class RunPipeline {
     ClusterTopology topology = gather_topology(
         world_, layout_,
         TopologyOptions{probe_roots(config_.sysfs_root, config_.procfs_root), config_.measure_topology});
+    if (lead_) judge_cluster(topology);
     if (lead_ && !config_.quiet) write_topology_summary(topology, out_);
     if (lead_) result_.topology = std::move(topology);
   }
@@ -468,6 +472,7 @@ class RunPipeline {
     }
     ScaleResult scaling = run_ladder(ladder_config, *transport_, world_, layout_, PhaseLimit{seconds, cuts()});
     if (!lead_) return;
+    judge_ladder(scaling);
     for (const LevelResult& l : scaling.levels)
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
     if (!config_.quiet) write_ladder(scaling, out_);
@@ -500,6 +505,7 @@ class RunPipeline {
     GpuLadderResult ladder =
         run_gpu_ladder(config_, *transport_, world_, layout_, matrices, PhaseLimit{seconds, cuts()});
     if (!lead_) return;
+    judge_gpu_ladder(ladder, config_.scale.steps, config_.report.price_per_gpu_hour, config_.scale.server_prices);
     for (const GpuLevelResult& l : ladder.levels)
       for (const GpuSetResult& s : l.sets) result_.wrong_total += s.wrong;
     if (!config_.quiet) write_gpu_ladder(ladder, out_);
@@ -569,6 +575,7 @@ class RunPipeline {
     Watchdog::note_phase("bisection");
     BisectionResult b = run_bisection(config_, *transport_, world_, layout_);
     if (!lead_) return;
+    analyze_bisection(b, config_.placement.oversubscription_limit);
     result_.wrong_total += b.wrong;
     if (!config_.quiet)
       write_bisection(b, out_);
@@ -592,6 +599,7 @@ class RunPipeline {
     StorageResult s = run_storage(config_, world_, layout_, lead_ ? keep_for_last_words : StorageEnded());
     if (rearmed) watchdog_->disarm_deadline();
     if (!lead_) return;
+    analyze_storage(s);
     result_.wrong_total += s.wrong_blocks;
     if (!config_.quiet)
       write_storage(s, out_);

@@ -10,13 +10,6 @@
 namespace fabricbench {
 namespace {
 
-constexpr std::array<std::pair<GpuSetChoice, std::string_view>, 4> choice_labels{{
-    {GpuSetChoice::closest, "closest"},
-    {GpuSetChoice::spread, "spread"},
-    {GpuSetChoice::any, "any"},
-    {GpuSetChoice::rank_order, "rank-order"},
-}};
-
 // Sets larger than this many candidates are grown greedily instead of
 // searched: C(16, 8) = 12870 stays exhaustive.
 constexpr double max_exhaustive_sets = 20000;
@@ -134,18 +127,6 @@ std::vector<int> first(int k) {
 
 }  // namespace
 
-std::string_view name(GpuSetChoice choice) {
-  for (const auto& [c, label] : choice_labels)
-    if (c == choice) return label;
-  return "?";
-}
-
-std::optional<GpuSetChoice> parse_gpu_set_choice(std::string_view text) {
-  for (const auto& [c, label] : choice_labels)
-    if (label == text) return c;
-  return std::nullopt;
-}
-
 std::optional<double> path_distance(std::string_view cell) {
   if (cell.size() > 2 && cell.substr(0, 2) == "NV") {
     int links = 0;
@@ -233,128 +214,6 @@ GpuLadderPlan plan_gpu_ladder(const std::vector<LinkMatrix>& matrices, int gpus_
     if (offered) plan.rows.push_back(std::move(spread));
   }
   return plan;
-}
-
-void analyze_gpu_ladder(std::vector<GpuLevelResult>& levels) {
-  for (GpuLevelResult& l : levels) {
-    std::vector<double> values;
-    for (const GpuSetResult& s : l.sets) values.push_back(s.busbw_gbs);
-    if (!values.empty()) {
-      l.busbw_min_gbs = *std::min_element(values.begin(), values.end());
-      l.busbw_median_gbs = median(values);
-    }
-  }
-  for (GpuLevelResult& l : levels) {
-    const auto pair = std::find_if(levels.begin(), levels.end(), [&l](const GpuLevelResult& p) {
-      return p.gpus == 2 && p.choice != GpuSetChoice::spread && p.op == l.op && p.bytes == l.bytes;
-    });
-    if (pair != levels.end() && pair->busbw_median_gbs > 0) l.efficiency = l.busbw_median_gbs / pair->busbw_median_gbs;
-  }
-}
-
-std::vector<GpuProjectionPoint> project_gpu_levels(const ProjectionInput& input,
-                                                   const std::vector<GpuLevelResult>& levels) {
-  const auto point = [&input](int gpus, GpuSetChoice choice, double comm_ms) {
-    const ProjectionPoint p = project(input, 1, gpus, comm_ms);
-    GpuProjectionPoint g;
-    g.gpus = gpus;
-    g.choice = choice;
-    g.comm_ms = p.comm_ms;
-    g.step_ms = p.step_ms;
-    g.speedup = p.speedup;
-    g.efficiency = p.efficiency;
-    return g;
-  };
-  std::vector<GpuProjectionPoint> points{point(1, GpuSetChoice::any, 0.0)};
-  const auto median_ms = [&](Op op, int gpus, GpuSetChoice choice) -> std::optional<double> {
-    for (const GpuLevelResult& l : levels) {
-      if (l.op != op || l.gpus != gpus || l.choice != choice || l.bytes != input.grad_bytes || l.sets.empty()) continue;
-      std::vector<double> times;
-      for (const GpuSetResult& s : l.sets) times.push_back(s.time_us);
-      return median(times) / 1e3;
-    }
-    return std::nullopt;
-  };
-  const Op lead = input.sharded ? Op::reducescatter : Op::allreduce;
-  for (const GpuLevelResult& l : levels) {
-    if (l.op != lead || l.bytes != input.grad_bytes) continue;
-    std::optional<double> comm = median_ms(lead, l.gpus, l.choice);
-    if (input.sharded) {
-      const auto gather = median_ms(Op::allgather, l.gpus, l.choice);
-      if (!comm || !gather) continue;
-      *comm += *gather;
-    }
-    if (comm) points.push_back(point(l.gpus, l.choice, *comm));
-  }
-  return points;
-}
-
-double job_hours(std::int64_t steps, double step_ms) { return static_cast<double>(steps) * step_ms / 3.6e6; }
-
-void price_gpu_ladder(GpuLadderResult& result, std::optional<std::int64_t> steps, std::optional<double> per_gpu_hour,
-                      const std::vector<ServerPrice>& servers) {
-  result.steps = steps;
-  result.price_per_gpu_hour = per_gpu_hour;
-  result.servers.clear();
-  result.cheapest_gpus.reset();
-  result.fastest_gpus.reset();
-  for (GpuProjectionPoint& p : result.projection) {
-    p.job_hours.reset();
-    p.cost_per_job.reset();
-    if (!steps) continue;
-    p.job_hours = job_hours(*steps, p.step_ms);
-    if (per_gpu_hour) p.cost_per_job = *p.job_hours * p.gpus * *per_gpu_hour;
-  }
-  // The set a job of k GPUs should get: the closest (or the only kind).
-  const auto best_placed = [&result](int gpus) -> const GpuProjectionPoint* {
-    for (const GpuProjectionPoint& p : result.projection)
-      if (p.gpus == gpus && p.choice != GpuSetChoice::spread) return &p;
-    return nullptr;
-  };
-  // Ties go to fewer GPUs: candidates come in ascending GPU count.
-  const auto pick = [](std::optional<int>& slot, double& best, int gpus, double value) {
-    if (!slot || value < best) {
-      slot = gpus;
-      best = value;
-    }
-  };
-  double cheapest = 0;
-  double fastest = 0;
-  if (!servers.empty()) {
-    for (const ServerPrice& s : servers) {
-      ServerCost c;
-      c.gpus = s.gpus;
-      c.price_per_hour = s.per_hour;
-      const GpuProjectionPoint* p = best_placed(s.gpus);
-      if (p == nullptr) {
-        c.why_not = s.gpus > result.gpus_per_node
-                        ? fmt::format("not measured: a node here has {} GPUs", result.gpus_per_node)
-                        : std::string("not measured");
-      } else if (p->job_hours) {
-        c.job_hours = p->job_hours;
-        c.cost_per_job = *p->job_hours * s.per_hour;
-        pick(result.cheapest_gpus, cheapest, c.gpus, *c.cost_per_job);
-        pick(result.fastest_gpus, fastest, c.gpus, *c.job_hours);
-      } else {
-        c.why_not = "no job length (--steps)";
-      }
-      result.servers.push_back(c);
-    }
-    return;
-  }
-  std::vector<int> counts;
-  for (const GpuProjectionPoint& p : result.projection)
-    if (p.choice != GpuSetChoice::spread) counts.push_back(p.gpus);
-  std::sort(counts.begin(), counts.end());
-  for (const int k : counts) {
-    const GpuProjectionPoint* p = best_placed(k);
-    if (p->cost_per_job) pick(result.cheapest_gpus, cheapest, k, *p->cost_per_job);
-    pick(result.fastest_gpus, fastest, k, p->job_hours.value_or(p->step_ms));
-  }
-}
-
-std::string gpu_level_label(int gpus, GpuSetChoice choice) {
-  return fmt::format("{} GPU{} {}", gpus, gpus == 1 ? "" : "s", name(choice));
 }
 
 }  // namespace fabricbench

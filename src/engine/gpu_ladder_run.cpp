@@ -168,15 +168,9 @@ GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, co
       result.levels.push_back(std::move(level));
     }
   }
-  if (lead) {
-    analyze_gpu_ladder(result.levels);
-    if (config.scale.grad_bytes > 0) {
-      const ProjectionInput input = projection_input(config.scale, ladder_dtype);
-      result.projection_input = input;
-      result.projection = project_gpu_levels(input, result.levels);
-      price_gpu_ladder(result, config.scale.steps, config.report.price_per_gpu_hour, config.scale.server_prices);
-    }
-  }
+  // What the projection is made of; analysis judges the levels, projects and
+  // prices.
+  if (lead && config.scale.grad_bytes > 0) result.projection_input = projection_input(config.scale, ladder_dtype);
   return result;
 }
 

@@ -211,14 +211,9 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
       result.levels.push_back(level);
     }
   }
-  if (world.rank() == 0) {
-    analyze_ladder(result.levels, result.nic_gbit_per_node, rpn);
-    if (config.scale.grad_bytes > 0) {
-      const ProjectionInput input = projection_input(config.scale, fabric_dtype);
-      result.projection_input = input;
-      result.projection = project_levels(input, result.levels, rpn);
-    }
-  }
+  // What the projection is made of; analysis judges the levels and projects.
+  if (world.rank() == 0 && config.scale.grad_bytes > 0)
+    result.projection_input = projection_input(config.scale, fabric_dtype);
   return result;
 }
 
@@ -390,7 +385,6 @@ BisectionResult run_bisection(const RunConfig& config, Transport& transport, con
     }
     result.halvings.push_back(std::move(h));
   }
-  if (world.rank() == 0) analyze_bisection(result, config.placement.oversubscription_limit);
   return result;
 }
 

@@ -11,19 +11,6 @@
 #include "fabricbench/core/stats.hpp"
 
 namespace fabricbench {
-namespace {
-
-double mad_of(const std::vector<double>& values, double center) {
-  std::vector<double> deviations;
-  deviations.reserve(values.size());
-  for (const double v : values) deviations.push_back(std::fabs(v - center));
-  return median(deviations);
-}
-
-}  // namespace
-
-std::string_view name(FindingKind kind) { return kind == FindingKind::slow_node ? "slow_node" : "slow_link"; }
-
 int pair_round_count(int count) {
   if (count < 2) return 0;
   return count % 2 == 0 ? count - 1 : count;
@@ -100,105 +87,5 @@ std::vector<int> pair_rounds(int count, int sample) {
 }
 
 double exchange_seconds(double a_seconds, double b_seconds) { return std::max(a_seconds, b_seconds); }
-
-namespace {
-double safe_log(double v) { return std::log(std::max(v, 1e-12)); }
-}  // namespace
-
-RobustCenter robust_center(const std::vector<double>& values) {
-  RobustCenter c;
-  if (values.empty()) return c;
-  c.median = median(values);
-  std::vector<double> logs;
-  logs.reserve(values.size());
-  for (const double v : values) logs.push_back(safe_log(v));
-  c.log_median = median(logs);
-  c.log_mad = mad_of(logs, c.log_median);
-  return c;
-}
-
-bool is_outlier(double value, const RobustCenter& c, const OutlierThresholds& t) {
-  // 1.4826 scales the MAD to a standard deviation for normal noise.
-  return value < c.median * (1.0 - t.drop) && safe_log(value) < c.log_median - t.mads * 1.4826 * c.log_mad;
-}
-
-std::vector<Finding> find_outliers(const PairMatrix& m, const std::vector<std::string>& hosts,
-                                   const OutlierThresholds& thresholds) {
-  std::vector<Finding> findings;
-  const int n = m.size;
-  const auto host = [&hosts](int i) {
-    return i < static_cast<int>(hosts.size()) ? hosts[static_cast<std::size_t>(i)] : fmt::format("node {}", i);
-  };
-
-  // A pair's bandwidth; the matrix may hold one direction or both.
-  const auto link = [&m](int i, int j) -> std::optional<double> {
-    if (m.bw(i, j) && m.bw(j, i)) return std::min(*m.bw(i, j), *m.bw(j, i));
-    return m.bw(i, j) ? m.bw(i, j) : m.bw(j, i);
-  };
-  // A node's score is its upper-quartile link: a node is slow when (nearly)
-  // all its links are, while one slow link barely moves it. A median would
-  // not do: with four nodes a node has three links, and one slow link plus a
-  // noisy one already pull its median down.
-  std::vector<double> node_score(static_cast<std::size_t>(n), 0.0);
-  std::vector<int> measured_nodes;
-  for (int i = 0; i < n; ++i) {
-    std::vector<double> links;
-    for (int j = 0; j < n; ++j)
-      if (i != j && link(i, j)) links.push_back(*link(i, j));
-    if (links.empty()) continue;
-    node_score[static_cast<std::size_t>(i)] = percentile(links, 0.75);
-    measured_nodes.push_back(i);
-  }
-  std::set<int> slow_nodes;
-  // Three nodes cannot tell a slow node from two slow links; four can.
-  if (measured_nodes.size() >= 4) {
-    std::vector<double> scores;
-    for (const int i : measured_nodes) scores.push_back(node_score[static_cast<std::size_t>(i)]);
-    const RobustCenter center = robust_center(scores);
-    const double med = center.median;
-    for (const int i : measured_nodes) {
-      const double v = node_score[static_cast<std::size_t>(i)];
-      if (!is_outlier(v, center, thresholds)) continue;
-      slow_nodes.insert(i);
-      Finding f;
-      f.kind = FindingKind::slow_node;
-      f.nodes = {i};
-      f.hosts = {host(i)};
-      f.value_gbs = v;
-      f.reference_gbs = med;
-      f.message = fmt::format(
-          "slow node {}: its links run at {:.3f} GB/s (upper quartile), {:.0f}% of the {:.3f} GB/s of "
-          "the nodes' median",
-          host(i), v, 100.0 * v / med, med);
-      findings.push_back(f);
-    }
-  }
-
-  // Links that touch no slow node.
-  std::vector<double> values;
-  for (int i = 0; i < n; ++i)
-    for (int j = i + 1; j < n; ++j)
-      if (link(i, j) && !slow_nodes.contains(i) && !slow_nodes.contains(j)) values.push_back(*link(i, j));
-  if (values.size() < 3) return findings;
-  const RobustCenter center = robust_center(values);
-  const double med = center.median;
-  for (int i = 0; i < n; ++i) {
-    for (int j = i + 1; j < n; ++j) {
-      if (slow_nodes.contains(i) || slow_nodes.contains(j)) continue;
-      const std::optional<double> v = link(i, j);
-      if (!v || !is_outlier(*v, center, thresholds)) continue;
-      Finding f;
-      f.kind = FindingKind::slow_link;
-      f.nodes = {i, j};
-      f.hosts = {host(i), host(j)};
-      f.value_gbs = *v;
-      f.reference_gbs = med;
-      f.message = fmt::format("slow link {} <-> {}: {:.3f} GB/s, {:.0f}% of the {:.3f} GB/s median link", host(i),
-                              host(j), *v, 100.0 * *v / med, med);
-      findings.push_back(f);
-    }
-  }
-  return findings;
-}
 
 }  // namespace fabricbench

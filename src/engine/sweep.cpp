@@ -9,6 +9,7 @@
 
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/stats.hpp"
+#include "fabricbench/engine/wire_rate.hpp"
 
 namespace fabricbench {
 namespace {

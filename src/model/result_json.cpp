@@ -16,7 +16,7 @@
 #include "fabricbench/model/result_consistency.hpp"
 #include "fabricbench/model/result_fields.hpp"
 #include "fabricbench/model/result_json.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
+#include "fabricbench/records/topology_json.hpp"
 
 namespace fabricbench {
 namespace {

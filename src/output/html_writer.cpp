@@ -14,10 +14,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/output/report_writers.hpp"
 #include "fabricbench/output/topology_summary.hpp"
-#include "fabricbench/topology/topology_analysis.hpp"
 
 namespace fabricbench {
 namespace {

@@ -10,9 +10,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fabricbench/analysis/node_analysis.hpp"
+#include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/core/stats.hpp"
-#include "fabricbench/topology/node_analysis.hpp"
-#include "fabricbench/topology/topology_analysis.hpp"
 
 namespace fabricbench {
 namespace {

@@ -26,7 +26,7 @@
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/topology/detail/sysfs_files.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
-#include "fabricbench/topology/node_analysis.hpp"
+
 #include "fabricbench/topology/sysfs_probe.hpp"
 #include "fabricbench/transport/cuda/cuda_support.hpp"
 #include "fabricbench/transport/cuda/kernels.hpp"

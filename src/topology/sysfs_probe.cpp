@@ -140,37 +140,6 @@ std::optional<double> leading_number(const std::string& text) {
 
 }  // namespace
 
-const char* label(PciPath path) {
-  switch (path) {
-    case PciPath::pix:
-      return "PIX";
-    case PciPath::pxb:
-      return "PXB";
-    case PciPath::phb:
-      return "PHB";
-    case PciPath::node:
-      return "NODE";
-    case PciPath::sys:
-      return "SYS";
-  }
-  return "?";
-}
-
-const char* describe(PciPath path) {
-  switch (path) {
-    case PciPath::pix:
-    case PciPath::pxb:
-      return "same PCIe switch";
-    case PciPath::phb:
-      return "same PCIe root complex";
-    case PciPath::node:
-      return "same NUMA node";
-    case PciPath::sys:
-      return "across sockets";
-  }
-  return "unknown";
-}
-
 ProbeRoots probe_roots(const std::string& sysfs_root, const std::string& procfs_root) {
   ProbeRoots roots;
   if (!sysfs_root.empty()) roots.sysfs = sysfs_root;

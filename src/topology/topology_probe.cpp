@@ -10,11 +10,9 @@
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/byte_strings.hpp"
 #include "fabricbench/core/error.hpp"
-#include "fabricbench/topology/node_analysis.hpp"
+#include "fabricbench/records/topology_json.hpp"
 #include "fabricbench/topology/node_config.hpp"
 #include "fabricbench/topology/pcie_probe.hpp"
-#include "fabricbench/topology/topology_analysis.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
 
 namespace fabricbench {
 namespace {
@@ -150,8 +148,6 @@ ClusterTopology gather_topology(const Comm& world, const Layout& layout, const T
   if (options.configuration) {
     const ConfigInputs inputs{options.roots, process_environment(), memlock_limit(options.roots), runtime_versions()};
     cluster.configuration = gather_configuration(world, layout, inputs, cluster.notes);
-    const std::vector<Anomaly> found = check_configuration(cluster.configuration);
-    cluster.anomalies.insert(cluster.anomalies.end(), found.begin(), found.end());
   }
   return cluster;
 }
@@ -191,8 +187,9 @@ ClusterTopology cluster_from_records(const std::vector<std::string>& records, co
                           fmt::format("the topology record of node {} (rank {}) {}", node, rank,
                                       parsed ? "names no node of this run" : "is not JSON")});
   }
-  ClusterTopology cluster = analyze_cluster(std::move(nodes));
-  cluster.anomalies.insert(cluster.anomalies.begin(), unreadable.begin(), unreadable.end());
+  ClusterTopology cluster;
+  cluster.nodes = std::move(nodes);
+  cluster.anomalies = std::move(unreadable);
   return cluster;
 }
 

@@ -4,6 +4,9 @@
 
 #include <unistd.h>
 
+#include "fabricbench/analysis/ladders.hpp"
+#include "fabricbench/analysis/pairs.hpp"
+#include "fabricbench/analysis/storage.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/engine/model_parallel.hpp"
@@ -55,8 +58,9 @@ TEST(MultinodeMpi, LadderOnOneNodeIsItsOwnBaseline) {
   RunConfig config = small_config();
   config.scale.grad_bytes = 32 * 1024;
   config.scale.compute_ms = 10;
-  const ScaleResult scaling = run_ladder(config, transport, world, layout);
+  ScaleResult scaling = run_ladder(config, transport, world, layout);
   if (world.rank() != 0) return;
+  judge_ladder(scaling);
   ASSERT_EQ(scaling.levels.size(), 3U);  // allreduce and allgather at 64 KiB, allreduce at 32 KiB
   for (const LevelResult& l : scaling.levels) {
     EXPECT_EQ(l.nodes_per_group, 1);
@@ -122,8 +126,9 @@ TEST(MultinodeMpi, GpuLadderInRankOrderWithoutATopology) {
   config.scale.compute_ms = 10;
   config.scale.steps = 100;
   config.report.price_per_gpu_hour = 2.0;
-  const GpuLadderResult g = run_gpu_ladder(config, transport, world, layout, {LinkMatrix{}});
+  GpuLadderResult g = run_gpu_ladder(config, transport, world, layout, {LinkMatrix{}});
   if (world.rank() != 0) return;
+  judge_gpu_ladder(g, config.scale.steps, config.report.price_per_gpu_hour, config.scale.server_prices);
   const std::vector<int> sizes = gpu_ladder_sizes(world.size(), {});
   EXPECT_EQ(g.gpus_per_node, world.size());
   EXPECT_FALSE(g.from_topology);
@@ -164,8 +169,9 @@ TEST(MultinodeMpi, GpuLadderClosestAndSpreadFromARecordedMatrix) {
   config.scale.ops = {Op::allreduce};
   const LinkMatrix pcie{
       {"X", "PIX", "SYS", "SYS"}, {"PIX", "X", "SYS", "SYS"}, {"SYS", "SYS", "X", "PIX"}, {"SYS", "SYS", "PIX", "X"}};
-  const GpuLadderResult g = run_gpu_ladder(config, transport, world, layout, {pcie});
+  GpuLadderResult g = run_gpu_ladder(config, transport, world, layout, {pcie});
   if (world.rank() != 0) return;
+  judge_gpu_ladder(g, config.scale.steps, config.report.price_per_gpu_hour, config.scale.server_prices);
   EXPECT_TRUE(g.from_topology);
   ASSERT_EQ(g.levels.size(), 3U);
   EXPECT_EQ(gpu_level_label(g.levels[0].gpus, g.levels[0].choice), "2 GPUs closest");
@@ -213,8 +219,9 @@ TEST(MultinodeMpi, BisectionPairsEveryNodeOfEachHalvingAndMeasuresTheFirstPairsA
   RunConfig config = small_config();
   config.placement.bisection_halvings = 2;
   config.placement.bisection_seed = 5;
-  const BisectionResult b = run_bisection(config, transport, world, layout);
+  BisectionResult b = run_bisection(config, transport, world, layout);
   if (world.rank() != 0) return;
+  analyze_bisection(b, config.placement.oversubscription_limit);
   EXPECT_EQ(b.wrong, 0U);
   EXPECT_EQ(b.seed, 5U);
   EXPECT_EQ(b.bytes, config.pairs.bytes);
@@ -266,9 +273,10 @@ TEST(MultinodeMpi, StorageEveryRankWritesReadsAndRemovesItsOwnFile) {
   RunConfig config;
   config.storage.path = shared_scratch(world, "storage-mpi");
   config.storage.file_bytes = (std::size_t{1} << 20) + 100;  // rounded up to whole 4 KiB blocks
-  const StorageResult r = run_storage(config, world, layout);
+  StorageResult r = run_storage(config, world, layout);
   world.barrier();
   if (world.rank() != 0) return;
+  analyze_storage(r);
   const std::uint64_t file = (std::uint64_t{1} << 20) + 4096;
   EXPECT_EQ(r.file_bytes, file);
   EXPECT_EQ(r.files_written, world.size());
@@ -293,9 +301,10 @@ TEST(MultinodeMpi, StorageOnePerNodeWritesOneFilePerNode) {
   config.storage.file_bytes = 64 * 1024;
   config.storage.per_node = true;
   config.storage.buffered = true;
-  const StorageResult r = run_storage(config, world, layout);
+  StorageResult r = run_storage(config, world, layout);
   world.barrier();
   if (world.rank() != 0) return;
+  analyze_storage(r);
   EXPECT_EQ(r.io_mode, "buffered");
   EXPECT_EQ(r.io_note, "--storage-buffered");
   EXPECT_EQ(r.files_written, world.size());  // one rank per node here

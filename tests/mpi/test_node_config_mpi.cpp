@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fabricbench/analysis/config_rules.hpp"
 #include "fabricbench/comm/layout.hpp"
 #include "fabricbench/topology/node_config.hpp"
 

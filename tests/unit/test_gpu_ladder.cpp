@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "../topology/fixture_tree.hpp"
+#include "fabricbench/analysis/ladders.hpp"
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/app/cli.hpp"
 #include "fabricbench/core/error.hpp"

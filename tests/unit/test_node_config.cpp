@@ -8,10 +8,11 @@
 
 #include <gtest/gtest.h>
 
+#include "fabricbench/analysis/config_rules.hpp"
+#include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/output/topology_summary.hpp"
+#include "fabricbench/records/topology_json.hpp"
 #include "fabricbench/topology/node_config.hpp"
-#include "fabricbench/topology/topology_analysis.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
 #include "scratch_dir.hpp"
 
 namespace fabricbench {

@@ -1,3 +1,4 @@
+#include "fabricbench/analysis/pairs.hpp"
 #include "fabricbench/engine/pairs.hpp"
 
 #include <set>

@@ -7,6 +7,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fabricbench/analysis/pairs.hpp"
+#include "fabricbench/analysis/storage.hpp"
 #include "fabricbench/engine/placement.hpp"
 #include "fabricbench/engine/storage.hpp"
 #include "scratch_dir.hpp"

@@ -14,12 +14,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "fabricbench/analysis/ladders.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/json_layout.hpp"
 #include "fabricbench/model/reader.hpp"
 #include "fabricbench/model/result_csv.hpp"
 #include "fabricbench/model/schema_validate.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
+#include "fabricbench/records/topology_json.hpp"
 
 namespace fabricbench {
 namespace {

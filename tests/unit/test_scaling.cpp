@@ -1,3 +1,4 @@
+#include "fabricbench/analysis/ladders.hpp"
 #include "fabricbench/engine/scaling.hpp"
 
 #include <gtest/gtest.h>

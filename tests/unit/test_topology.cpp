@@ -9,13 +9,13 @@
 #include <gtest/gtest.h>
 
 #include "../topology/fixture_tree.hpp"
+#include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/output/topology_summary.hpp"
+#include "fabricbench/records/topology_json.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
-#include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_probe.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
 
 namespace fabricbench {
 namespace {

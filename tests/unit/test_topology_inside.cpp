@@ -10,13 +10,13 @@
 #include <gtest/gtest.h>
 
 #include "../topology/fixture_tree.hpp"
+#include "fabricbench/analysis/node_analysis.hpp"
+#include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/output/topology_summary.hpp"
+#include "fabricbench/records/topology_json.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
-#include "fabricbench/topology/node_analysis.hpp"
 #include "fabricbench/topology/pcie_probe.hpp"
-#include "fabricbench/topology/topology_analysis.hpp"
 #include "fabricbench/topology/topology_probe.hpp"
-#include "fabricbench/topology/topology_writers.hpp"
 #include "scratch_dir.hpp"
 
 namespace fabricbench {

@@ -25,68 +25,10 @@
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/core/types.hpp"
 #include "fabricbench/engine/pairs.hpp"
+#include "fabricbench/records/model_parallel.hpp"
 #include "fabricbench/transport/transport.hpp"
 
 namespace fabricbench {
-
-// The measured TP all-reduce: median over the groups of `ranks` ranks.
-struct TpAllReduce {
-  std::size_t bytes = 0;         // the size measured (the activation, in whole elements of `dtype`)
-  DType dtype = DType::float32;  // the activation type, or float when the transport lacks it
-  int ranks = 0;                 // per group
-  int groups = 0;                // all at once, every node
-  double time_us = 0;            // median over groups
-  double time_max_us = 0;        // the slowest group
-  std::uint64_t wrong = 0;
-};
-
-// The slowest stage-to-stage link of the pipeline, from the pair matrix.
-struct PpLink {
-  int from = 0;  // node indices
-  int to = 0;
-  double latency_us = 0;     // the matrix's latency (small messages)
-  double bandwidth_gbs = 0;  // per rank: the pair's bandwidth over its ranks per node
-  double transfer_us = 0;    // latency + activation bytes / bandwidth
-};
-
-// The projection's figures for one step.
-struct ModelParallelPoint {
-  double compute_ms = 0;       // per GPU: compute / (tp x pp)
-  double tp_comm_ms = 0;       // micro-batches x 4 x layers/pp x TP all-reduce
-  double pp_comm_ms = 0;       // micro-batches x 2 x stage transfer
-  double bubble_ms = 0;        // (pp - 1) x the time of one micro-batch on a stage
-  double bubble_fraction = 0;  // (pp - 1) / (micro-batches + pp - 1)
-  double step_ms = 0;          // (micro-batches + pp - 1) x the time of one micro-batch on a stage
-  double speedup = 0;          // dp x compute / step: over one GPU without communication
-  double efficiency = 0;       // speedup / GPUs
-};
-
-struct ModelParallelResult {
-  int tp = 1;
-  int pp = 1;
-  int dp = 1;  // replicas: GPUs / (tp x pp)
-  int nodes = 0;
-  int gpus = 0;
-  std::size_t hidden = 0;
-  std::size_t seq = 0;
-  std::size_t micro_batch = 1;
-  int micro_batches = 1;
-  int layers = 0;
-  DType dtype = DType::bfloat16;
-  double compute_ms = 0;  // one replica's step on one GPU
-  std::size_t activation_bytes = 0;
-  std::optional<TpAllReduce> tp_allreduce;  // when tp > 1
-  std::optional<PpLink> pp_link;            // when pp > 1
-  std::optional<ModelParallelPoint> projection;
-  std::string skipped;  // why there is no projection
-};
-
-// hidden x seq x micro-batch x the element size of the dtype, or nullopt
-// when that does not fit in a message.
-std::optional<std::size_t> activation_bytes(const ModelParallelConfig& config);
-
-// The stage-to-stage transfer: latency + bytes / bandwidth (GB/s), in us.
-double pp_transfer_us(double latency_us, double bandwidth_gbs, std::size_t bytes);
 
 // The formulas, pure: `tp_allreduce_us` is one TP all-reduce (ignored when
 // tp is 1), `pp_transfer_us` one stage-to-stage transfer (ignored when pp is 1).

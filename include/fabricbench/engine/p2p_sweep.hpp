@@ -15,30 +15,10 @@
 #include "fabricbench/comm/comm.hpp"
 #include "fabricbench/comm/layout.hpp"
 #include "fabricbench/core/config.hpp"
+#include "fabricbench/records/p2p.hpp"
 #include "fabricbench/transport/transport.hpp"
 
 namespace fabricbench {
-
-// One test at one size, as the pair's first rank timed it (the sender's
-// clock, as OSU reports).
-struct P2PRecord {
-  P2PTest test = P2PTest::latency;
-  std::size_t bytes = 0;     // one message
-  int window = 1;            // messages per iteration and direction (1 for latency)
-  double time_us = 0;        // one iteration: a round trip, or a window (and its acknowledgement)
-  double latency_us = 0;     // latency: half the round trip; bandwidth tests: time_us / window
-  double bandwidth_gbs = 0;  // bytes moved per second, both directions for bibw; GB = 1e9 bytes
-  int iterations = 0;
-  std::optional<std::uint64_t> wrong;  // the check exchange at this size, both ranks; nullopt when unchecked
-};
-
-struct P2PSweepResult {
-  std::vector<int> ranks;  // the two world ranks
-  std::vector<std::string> hosts;
-  int window = 1;
-  std::vector<P2PRecord> records;  // by size, then test
-  std::uint64_t wrong = 0;
-};
 
 // The two world ranks a sweep runs between: --ranks as given, --nodes as
 // local rank 0 of each node, or by default rank 0 and the first rank of the

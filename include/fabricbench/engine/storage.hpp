@@ -21,42 +21,9 @@
 #include "fabricbench/comm/comm.hpp"
 #include "fabricbench/comm/layout.hpp"
 #include "fabricbench/core/config.hpp"
+#include "fabricbench/records/storage.hpp"
 
 namespace fabricbench {
-
-struct StorageNode {
-  int node = 0;
-  std::string host;
-  int files = 0;            // writers on this node
-  std::uint64_t bytes = 0;  // written (and read) by them together
-  double write_s = 0;       // the slowest of its writers, from the common start
-  double read_s = 0;
-  double write_gbs = 0;  // bytes / write_s, GB = 1e9 bytes
-  double read_gbs = 0;
-};
-
-struct StorageResult {
-  std::string path;
-  std::string io_mode;  // "direct" (O_DIRECT) or "buffered"
-  std::string io_note;  // why buffered, when it is
-  std::uint64_t file_bytes = 0;
-  std::uint64_t block_bytes = 0;  // one write or read call
-  bool per_node = false;
-  int files_written = 0;
-  int files_removed = 0;
-  std::uint64_t bytes_written = 0;
-  std::uint64_t bytes_read = 0;
-  double write_s = 0;  // the slowest writer's time, from the common start
-  double read_s = 0;
-  double write_gbs = 0;  // aggregate: all bytes / the slowest writer's time
-  double read_gbs = 0;
-  std::vector<StorageNode> nodes;
-  std::optional<int> slowest_write_node;  // with 2 or more nodes
-  std::optional<int> slowest_read_node;
-  std::uint64_t wrong_blocks = 0;       // 4 KiB blocks read back unlike what was written
-  std::vector<std::string> files_left;  // the test files that could not be removed: delete by hand
-  std::string message;
-};
 
 // What an unfinished storage test can still say, when a signal or the
 // deadline ends it and some of its files could not be removed: the
@@ -75,10 +42,6 @@ std::string storage_path_problem(const std::string& dir);
 // this writer's share of the node's memory (so the page cache cannot hold
 // the file), at least 1 GiB; rounded up to whole MiB.
 std::uint64_t default_file_bytes(bool direct, std::uint64_t node_memory_bytes, int writers_on_node);
-
-// Per-node rows, aggregate figures, the slowest node and the message, from
-// the rows' bytes and times (pure; run_storage calls it on rank 0).
-void analyze_storage(StorageResult& result);
 
 // Collective over `world`; the result is complete on world rank 0. A folder
 // that cannot be used on any rank is a UsageError on every rank (exit 2),

@@ -10,7 +10,7 @@
 #include "fabricbench/comm/comm.hpp"
 #include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/config.hpp"
-#include "fabricbench/engine/sweep_record.hpp"
+#include "fabricbench/records/sweep.hpp"
 #include "fabricbench/transport/transport.hpp"
 
 namespace fabricbench {

@@ -23,13 +23,9 @@
 #include <optional>
 #include <string>
 
-namespace fabricbench {
+#include "fabricbench/records/sweep.hpp"
 
-struct NicWireRate {
-  std::optional<double> gbs;  // per NIC, each way, GB/s; nullopt when no NIC carried the data
-  std::string basis;          // ring | in_network | lower_bound | nvlink
-  int nics_per_node = 0;      // the m above
-};
+namespace fabricbench {
 
 // nullopt unless it applies: k >= 2 nodes, n a multiple of k, m >= 1.
 // `algorithm` is NCCL's name (RING, TREE, NVLS_TREE, COLLNET_DIRECT, ...) or

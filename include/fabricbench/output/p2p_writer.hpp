@@ -6,7 +6,7 @@
 #include <iosfwd>
 #include <span>
 
-#include "fabricbench/engine/p2p_sweep.hpp"
+#include "fabricbench/records/p2p.hpp"
 
 namespace fabricbench {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/topology/topology.hpp"
+#include "fabricbench/records/topology.hpp"
 
 namespace fabricbench {
 
@@ -90,5 +90,10 @@ class RecordedGpuSource final : public GpuInfoSource {
 // The GPUs of this machine: CUDA runtime plus NVML when built with CUDA,
 // otherwise a source that reports "built without CUDA".
 std::unique_ptr<GpuInfoSource> make_system_gpu_source();
+
+// The groups whose host copies are measured at once: GPUs below one PCIe
+// switch, then below one root port, then all of them; each set of GPUs
+// once, only sets of two or more GPUs with a CUDA index.
+std::vector<CopyGroup> contention_groups(const NodeTopology& node);
 
 }  // namespace fabricbench

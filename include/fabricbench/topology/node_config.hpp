@@ -18,8 +18,9 @@
 
 #include "fabricbench/comm/comm.hpp"
 #include "fabricbench/comm/layout.hpp"
+#include "fabricbench/records/nccl_settings.hpp"
+#include "fabricbench/records/topology.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
-#include "fabricbench/topology/topology.hpp"
 
 namespace fabricbench {
 
@@ -56,44 +57,9 @@ struct ConfigInputs {
   RuntimeVersions runtime;
 };
 
-// The smallest locked-memory limit that is not reported: RDMA registers
-// (pins) host buffers, and NVIDIA's RDMA documentation asks for unlimited.
-inline constexpr std::uint64_t memlock_floor_bytes = 1ULL << 30;
-
 // One rank's record. Never throws for odd or missing facts: they stay empty
 // and `notes` says why.
 NodeConfig probe_config(const ConfigInputs& inputs);
-
-// The setting NCCL sees: the environment, else NCCL_CONF_FILE or
-// ~/.nccl.conf, else /etc/nccl.conf (NCCL's src/misc/param.cc).
-std::optional<std::string> effective_setting(const NodeConfig& config, const std::string& name);
-
-// Whether `name` is selected by a NCCL interface/device list in the syntax of
-// NCCL_SOCKET_IFNAME and NCCL_IB_HCA: comma-separated prefixes, `^` in front
-// excludes, `=` in front matches names exactly; an entry may end in
-// ":<port>" (NCCL_IB_HCA), which `port` is checked against when given.
-struct DeviceList {
-  bool exclude = false;
-  bool exact = false;
-  struct Entry {
-    std::string name;
-    std::optional<int> port;
-  };
-  std::vector<Entry> entries;
-};
-DeviceList parse_device_list(const std::string& text);
-bool selects(const DeviceList& list, const std::string& name, std::optional<int> port = std::nullopt);
-
-// The interfaces NCCL's socket transport would pick: NCCL_SOCKET_IFNAME when
-// set, else those starting with "ib", else all but docker* and lo, else
-// docker*, else lo; only interfaces that are not down.
-std::vector<std::string> nccl_socket_interfaces(const std::vector<NetInterface>& interfaces,
-                                                const std::optional<std::string>& socket_ifname);
-
-// The rules, over every record (one per node, or per group of ranks of a
-// node). Kinds: "version_drift", "env_drift", "nccl_forced", "rdma_disabled",
-// "nccl_device_missing", "memlock_low", "mtu_mismatch".
-std::vector<Anomaly> check_configuration(const std::vector<NodeConfig>& configs);
 
 // Collective over `world`: every rank probes its own record; ranks of one
 // node whose records are identical send it once; every rank gets them all,

@@ -11,8 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/records/topology.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
-#include "fabricbench/topology/topology.hpp"
 
 namespace fabricbench {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/topology/topology.hpp"
+#include "fabricbench/records/topology.hpp"
 
 namespace fabricbench {
 

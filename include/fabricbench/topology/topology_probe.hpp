@@ -3,9 +3,9 @@
 
 #include "fabricbench/comm/comm.hpp"
 #include "fabricbench/comm/layout.hpp"
+#include "fabricbench/records/topology.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
-#include "fabricbench/topology/topology.hpp"
 
 namespace fabricbench {
 
@@ -25,13 +25,14 @@ NodeTopology probe_node(const ProbeRoots& roots, GpuInfoSource& source, bool mea
 
 // Collective over `world`: the first rank of each node probes it with the
 // system GPU source, the records travel as JSON, and every rank returns the
-// analysed cluster view (by node index of `layout`). With
-// `options.configuration`, every rank then reports its configuration
-// (gather_configuration), and its findings join the anomalies.
+// nodes' records (by node index of `layout`), not yet judged: judge_cluster
+// (analysis/topology_analysis.hpp) groups them and names the anomalies. With
+// `options.configuration`, every rank also reports its configuration
+// (gather_configuration).
 ClusterTopology gather_topology(const Comm& world, const Layout& layout, const TopologyOptions& options);
 
-// The cluster from the record each world rank sent (empty from ranks that
-// do not lead a node). A record that does not parse, or names no node of
+// The cluster's nodes from the record each world rank sent (empty from ranks
+// that do not lead a node), not yet judged. A record that does not parse, or names no node of
 // `layout`, is not dropped: it becomes a "topology_unreadable" anomaly
 // naming the sender's node (by the layout's hostname).
 ClusterTopology cluster_from_records(const std::vector<std::string>& records, const Layout& layout);

@@ -26,17 +26,9 @@
 #include <string_view>
 
 #include "fabricbench/core/types.hpp"
+#include "fabricbench/records/sweep.hpp"
 
 namespace fabricbench {
-
-// The library's choice at one measured point. Either both names are set (a
-// symmetric kernel sets the algorithm only), or `note` says why not.
-struct AlgorithmChoice {
-  std::optional<std::string> algorithm;  // NCCL's name: RING, TREE, NVLS, NVLS_TREE, COLLNET_DIRECT, ...
-  std::optional<std::string> protocol;   // LL, LL128, SIMPLE
-  std::string note;                      // why there is none, or what else NCCL said (a symmetric kernel)
-  bool operator==(const AlgorithmChoice&) const = default;
-};
 
 // The choice on a transport that does not see one (the MPI host transport).
 AlgorithmChoice mpi_library_choice();

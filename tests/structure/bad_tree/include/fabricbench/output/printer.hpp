@@ -1,4 +1,5 @@
 #pragma once
-// A fixture for check_layers.py: output may not use comm's internals.
+// A fixture for check_layers.py: a printer may not compile against what
+// measures.
 
-#include "fabricbench/comm/detail/local_comm_backend.hpp"
+#include "fabricbench/engine/sweep.hpp"

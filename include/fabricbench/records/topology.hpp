@@ -369,4 +369,7 @@ struct ClusterTopology {
   std::vector<NodeConfig> configuration;
 };
 
+// "GPU 3", "GPUs 0-3", "GPUs 0, 2, 5-7".
+std::string gpu_list(std::vector<int> indices);
+
 }  // namespace fabricbench

@@ -9,18 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/topology/gpu_probe.hpp"
-#include "fabricbench/topology/topology.hpp"
+#include "fabricbench/records/topology.hpp"
 
 namespace fabricbench {
-
-// "GPU 3", "GPUs 0-3", "GPUs 0, 2, 5-7".
-std::string gpu_list(std::vector<int> indices);
-
-// The groups whose host copies are measured at once: GPUs below one PCIe
-// switch, then below one root port, then all of them; each set of GPUs
-// once, only sets of two or more GPUs with a CUDA index.
-std::vector<CopyGroup> contention_groups(const NodeTopology& node);
 
 // When the GPUs of `copy` get less than `slow_fraction` (topology_analysis.hpp)
 // of their alone rate each (medians over the group) while copying at once,

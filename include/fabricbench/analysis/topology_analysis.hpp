@@ -5,7 +5,7 @@
 
 #include <vector>
 
-#include "fabricbench/topology/topology.hpp"
+#include "fabricbench/records/topology.hpp"
 
 namespace fabricbench {
 
@@ -24,6 +24,12 @@ namespace fabricbench {
 //   peers' median.
 inline constexpr double slow_fraction = 0.75;
 ClusterTopology analyze_cluster(std::vector<NodeTopology> nodes);
+
+// The gathered cluster (topology/topology_probe.hpp) judged in place: its
+// nodes grouped and analysed as analyze_cluster does, the anomalies found
+// while gathering kept first, then the configuration rules' findings
+// (analysis/config_rules.hpp).
+void judge_cluster(ClusterTopology& cluster);
 
 // The one-line configuration of a node, as the grouping compares it.
 std::string node_signature(const NodeTopology& node);

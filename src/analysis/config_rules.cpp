@@ -10,7 +10,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "fabricbench/topology/node_config.hpp"
+#include "fabricbench/analysis/config_rules.hpp"
+#include "fabricbench/records/nccl_settings.hpp"
 
 namespace fabricbench {
 namespace {

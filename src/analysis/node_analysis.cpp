@@ -1,4 +1,4 @@
-#include "fabricbench/topology/node_analysis.hpp"
+#include "fabricbench/analysis/node_analysis.hpp"
 
 #include <algorithm>
 #include <map>
@@ -7,8 +7,8 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/core/stats.hpp"
-#include "fabricbench/topology/topology_analysis.hpp"
 
 namespace fabricbench {
 namespace {
@@ -155,46 +155,6 @@ void check_p2p(ClusterTopology& cluster) {
 }
 
 }  // namespace
-
-std::string gpu_list(std::vector<int> indices) {
-  std::sort(indices.begin(), indices.end());
-  indices.erase(std::unique(indices.begin(), indices.end()), indices.end());
-  std::vector<std::string> parts;
-  for (std::size_t i = 0; i < indices.size();) {
-    std::size_t j = i;
-    while (j + 1 < indices.size() && indices[j + 1] == indices[j] + 1) ++j;
-    parts.push_back(j == i ? std::to_string(indices[i])
-                           : fmt::format("{}{}{}", indices[i], j == i + 1 ? ", " : "-", indices[j]));
-    i = j + 1;
-  }
-  return fmt::format("GPU{} {}", indices.size() == 1 ? "" : "s", fmt::join(parts, ", "));
-}
-
-std::vector<CopyGroup> contention_groups(const NodeTopology& node) {
-  std::vector<CopyGroup> out;
-  std::set<std::vector<int>> seen;
-  const auto cuda_indices = [&](const std::vector<std::string>& bus_ids) {
-    std::vector<int> out_indices;
-    for (const GpuInfo& g : node.gpus)
-      if (g.index && std::find(bus_ids.begin(), bus_ids.end(), g.pci_bus_id) != bus_ids.end())
-        out_indices.push_back(*g.index);
-    std::sort(out_indices.begin(), out_indices.end());
-    return out_indices;
-  };
-  const auto add = [&](std::string scope, std::optional<std::string> bridge, std::vector<int> gpus) {
-    if (gpus.size() < 2 || !seen.insert(gpus).second) return;
-    out.push_back({std::move(scope), std::move(bridge), std::move(gpus)});
-  };
-  for (const BridgeRole role : {BridgeRole::switch_upstream, BridgeRole::root_port})
-    for (const PcieBridge& b : node.pcie_bridges)
-      if (b.role == role)
-        add(fmt::format("{} {}", role == BridgeRole::root_port ? "root port" : "PCIe switch", b.pci_bus_id),
-            b.pci_bus_id, cuda_indices(b.gpus));
-  std::vector<std::string> all;
-  for (const GpuInfo& g : node.gpus) all.push_back(g.pci_bus_id);
-  add("all GPUs", std::nullopt, cuda_indices(all));
-  return out;
-}
 
 std::optional<std::string> judge_contention(const ConcurrentCopy& copy, const PcieBridge* shared) {
   std::vector<double> alone;

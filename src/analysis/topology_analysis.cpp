@@ -1,4 +1,4 @@
-#include "fabricbench/topology/topology_analysis.hpp"
+#include "fabricbench/analysis/topology_analysis.hpp"
 
 #include <algorithm>
 #include <map>
@@ -7,8 +7,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fabricbench/analysis/config_rules.hpp"
+#include "fabricbench/analysis/node_analysis.hpp"
 #include "fabricbench/core/stats.hpp"
-#include "fabricbench/topology/node_analysis.hpp"
 
 namespace fabricbench {
 namespace {
@@ -274,6 +275,16 @@ ClusterTopology analyze_cluster(std::vector<NodeTopology> nodes) {
   check_bandwidth(c, cluster.nodes);
   check_inside_nodes(cluster);
   return cluster;
+}
+
+void judge_cluster(ClusterTopology& cluster) {
+  ClusterTopology judged = analyze_cluster(std::move(cluster.nodes));
+  judged.anomalies.insert(judged.anomalies.begin(), cluster.anomalies.begin(), cluster.anomalies.end());
+  judged.configuration = std::move(cluster.configuration);
+  judged.notes.insert(judged.notes.end(), cluster.notes.begin(), cluster.notes.end());
+  const std::vector<Anomaly> found = check_configuration(judged.configuration);
+  judged.anomalies.insert(judged.anomalies.end(), found.begin(), found.end());
+  cluster = std::move(judged);
 }
 
 std::optional<double> network_gbit(const NodeTopology& node) {

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fabricbench/topology/topology.hpp"
+#include "fabricbench/records/topology.hpp"
 
 namespace fabricbench {
 

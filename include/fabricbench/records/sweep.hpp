@@ -1,6 +1,6 @@
 #pragma once
 // What the sweep measures at one point: plain records the engine fills and the
-// result (model/result.hpp) collects; analysis reads them, writers format them.
+// result (model/result.hpp) collects; analysis reads them, printers format them.
 
 #include <cstddef>
 #include <cstdint>
@@ -8,10 +8,25 @@
 #include <string>
 
 #include "fabricbench/core/types.hpp"
-#include "fabricbench/engine/wire_rate.hpp"
-#include "fabricbench/transport/algorithm_choice.hpp"
 
 namespace fabricbench {
+
+// What each NIC carried in a multi-node all-reduce (engine/wire_rate.hpp
+// says how it is derived from busbw); `m` is the NICs per node.
+struct NicWireRate {
+  std::optional<double> gbs;  // per NIC, each way, GB/s; nullopt when no NIC carried the data
+  std::string basis;          // ring | in_network | lower_bound | nvlink
+  int nics_per_node = 0;      // m
+};
+
+// The library's choice at one measured point. Either both names are set (a
+// symmetric kernel sets the algorithm only), or `note` says why not.
+struct AlgorithmChoice {
+  std::optional<std::string> algorithm;  // NCCL's name: RING, TREE, NVLS, NVLS_TREE, COLLNET_DIRECT, ...
+  std::optional<std::string> protocol;   // LL, LL128, SIMPLE
+  std::string note;                      // why there is none, or what else NCCL said (a symmetric kernel)
+  bool operator==(const AlgorithmChoice&) const = default;
+};
 
 // One measured placement of one sweep point. Times in microseconds.
 struct Timing {

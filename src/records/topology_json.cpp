@@ -1,4 +1,4 @@
-#include "fabricbench/topology/topology_writers.hpp"
+#include "fabricbench/records/topology_json.hpp"
 
 #include <concepts>
 #include <optional>

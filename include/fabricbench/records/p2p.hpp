@@ -1,0 +1,36 @@
+#pragma once
+// The point-to-point sweep's records (OSU-style latency, bandwidth and
+// bidirectional bandwidth between two ranks).
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fabricbench/core/config.hpp"
+
+namespace fabricbench {
+
+// One test at one size, as the pair's first rank timed it (the sender's
+// clock, as OSU reports).
+struct P2PRecord {
+  P2PTest test = P2PTest::latency;
+  std::size_t bytes = 0;     // one message
+  int window = 1;            // messages per iteration and direction (1 for latency)
+  double time_us = 0;        // one iteration: a round trip, or a window (and its acknowledgement)
+  double latency_us = 0;     // latency: half the round trip; bandwidth tests: time_us / window
+  double bandwidth_gbs = 0;  // bytes moved per second, both directions for bibw; GB = 1e9 bytes
+  int iterations = 0;
+  std::optional<std::uint64_t> wrong;  // the check exchange at this size, both ranks; nullopt when unchecked
+};
+
+struct P2PSweepResult {
+  std::vector<int> ranks;  // the two world ranks
+  std::vector<std::string> hosts;
+  int window = 1;
+  std::vector<P2PRecord> records;  // by size, then test
+  std::uint64_t wrong = 0;
+};
+
+}  // namespace fabricbench

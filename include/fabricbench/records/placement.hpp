@@ -1,0 +1,72 @@
+#pragma once
+// Placement records: latency islands found in the pair matrix, and the
+// bisection halvings with what each measured.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "fabricbench/records/pairs.hpp"
+
+namespace fabricbench {
+
+struct LatencyIsland {
+  std::string name;  // "A", "B", ... in order of the lowest node index
+  std::vector<int> nodes;
+  std::vector<std::string> hosts;
+};
+
+struct IslandsResult {
+  std::vector<LatencyIsland> islands;  // one island holding every node when the fabric is flat
+  // Medians over the measured node pairs (a pair's latency is the mean of its
+  // two directions): pairs inside one island, and pairs across islands.
+  std::optional<double> in_island_latency_us;
+  std::optional<double> cross_island_latency_us;
+  std::optional<double> ratio;  // cross / in
+  double min_ratio = 0;         // the step a split needs (--island-ratio)
+  std::string message;
+};
+
+// One random halving: nodes shuffled with a seeded generator (the same on
+// every rank), the first half paired with the second, position by position;
+// with an odd count the last node sits out.
+struct Halving {
+  std::vector<int> half_a;
+  std::vector<int> half_b;  // half_b[i] exchanges with half_a[i]
+};
+
+struct BisectionPair {
+  int a = 0;
+  int b = 0;
+  std::string host_a;
+  std::string host_b;
+  // The pair exchanging alone (measured for the first bisection_alone_pairs
+  // pairs of a halving; nullopt for the others).
+  std::optional<double> isolated_gbs;
+  double loaded_gbs = 0;  // the pair while every pair of its halving exchanges
+};
+
+struct HalvingResult {
+  std::vector<int> half_a;
+  std::vector<int> half_b;
+  std::vector<BisectionPair> pairs;
+  double isolated_gbs = 0;                 // sum over the pairs measured alone
+  double loaded_gbs = 0;                   // sum over the same pairs under load
+  std::optional<double> oversubscription;  // isolated / loaded
+};
+
+struct BisectionResult {
+  std::size_t bytes = 0;
+  std::uint64_t seed = 0;
+  int ranks_per_node = 0;
+  std::vector<HalvingResult> halvings;
+  std::optional<double> oversubscription;  // the worst halving's
+  double limit = 0;                        // above this the fabric is named blocking
+  bool blocking = false;
+  std::string message;
+  std::uint64_t wrong = 0;
+};
+
+}  // namespace fabricbench
