@@ -155,8 +155,10 @@ constexpr int health_iterations = 3;
 // One measuring command on every rank, as named phases: start (layout, checks,
 // transport, the run's record), topology, health, sweep, ladder, pairs (each
 // with its share of a --budget), then on rank 0
-// judge and save. Only rank 0 keeps the result; it is saved after each phase,
-// so an interrupted run's file holds what was measured.
+// judge and save. Only rank 0 keeps the result; it is saved once as each
+// phase ends (the budgeted ones in run_phase), and within the sweep and the
+// p2p sweep after each op and size, so an interrupted run's file holds what
+// was measured. Everything it shows goes through its printers.
 class RunPipeline {
  public:
   // `watchdog` (may be null) gets the phases, and on the lead rank the last
@@ -300,7 +302,7 @@ class RunPipeline {
   }
 
   // One phase with its share of the budget (read on rank 0), timed, with
-  // what it cut printed as it ends.
+  // what it cut printed as it ends, then saved: the phase's one save.
   void run_phase(Phase phase, const std::vector<Phase>& later) {
     const double share = budget_.share_s(phase, later);
     const Window window(share);
@@ -322,9 +324,11 @@ class RunPipeline {
         pairs(share);
         break;
     }
-    if (!lead_ || !result_.budget) return;
-    result_.budget->phases.push_back(PhaseSpend{phase, share, window.elapsed_s()});
-    for (std::size_t i = cuts_before; i < result_.budget->cuts.size(); ++i) printers_.cut(result_.budget->cuts[i]);
+    if (!lead_) return;
+    if (result_.budget) {
+      result_.budget->phases.push_back(PhaseSpend{phase, share, window.elapsed_s()});
+      for (std::size_t i = cuts_before; i < result_.budget->cuts.size(); ++i) printers_.cut(result_.budget->cuts[i]);
+    }
     save(config_, result_, started_, last_);
   }
 
@@ -377,6 +381,8 @@ class RunPipeline {
         if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
       }
     };
+    // Within the phase, after each op: an interrupted sweep's file holds the
+    // ops that finished.
     listener.on_op_done = [this](Op) { save(config_, result_, started_, last_); };
     SweepCost cost;
     run_sweep(config_, *transport_, world_, listener, seconds, cuts(), &cost);
@@ -409,7 +415,6 @@ class RunPipeline {
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
     printers_.ladder(scaling);
     result_.scaling = std::move(scaling);
-    save(config_, result_, started_, last_);
   }
 
   // After the pair matrix: the pipeline's stage links come from it.
@@ -421,6 +426,7 @@ class RunPipeline {
     if (mp.tp_allreduce) result_.wrong_total += mp.tp_allreduce->wrong;
     printers_.model_parallel(mp);
     result_.model_parallel = std::move(mp);
+    save(config_, result_, started_, last_);
   }
 
   // The sets come from each node's GPU link matrix: the run's topology, or
@@ -441,7 +447,6 @@ class RunPipeline {
       for (const GpuSetResult& s : l.sets) result_.wrong_total += s.wrong;
     printers_.gpu_ladder(ladder);
     result_.gpu_ladder = std::move(ladder);
-    save(config_, result_, started_, last_);
   }
 
   // The result is saved after every size, so an interrupted sweep's file
@@ -492,7 +497,6 @@ class RunPipeline {
       printers_.islands(*result_.islands);
     }
     result_.pairs = std::move(matrix);
-    save(config_, result_, started_, last_);
   }
 
   void bisection() {
