@@ -28,7 +28,6 @@
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/signal_relay.hpp"
-#include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/watchdog.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/engine/model_parallel.hpp"
@@ -37,11 +36,7 @@
 #include "fabricbench/engine/storage.hpp"
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/output.hpp"
-#include "fabricbench/output/p2p_writer.hpp"
 #include "fabricbench/output/printer.hpp"
-#include "fabricbench/output/report_writers.hpp"
-#include "fabricbench/output/terminal_stream.hpp"
-#include "fabricbench/output/topology_summary.hpp"
 #include "fabricbench/output/writers.hpp"
 #include "fabricbench/topology/topology_probe.hpp"
 
@@ -103,35 +98,6 @@ bool progress_wanted(const RunConfig& config) {
          (config.progress == ProgressChoice::automatic && !config.quiet && isatty(STDERR_FILENO) != 0);
 }
 
-// A one-line progress report on stderr (when wanted), and only once
-// the run has lasted a couple of seconds.
-class Progress {
- public:
-  explicit Progress(bool enabled) : enabled_(enabled) {}
-  void update(const SweepRecord& r, std::size_t done, std::size_t total) {
-    if (!enabled_) return;
-    if (std::chrono::steady_clock::now() - start_ < std::chrono::seconds(2)) return;
-    std::cerr << fmt::format("\r\033[K[{}/{}] {} {} {}", done + 1, total, name(r.op), name(r.dtype),
-                             format_size(r.bytes))
-              << std::flush;
-    shown_ = true;
-  }
-  void clear() {
-    if (!shown_) return;
-    // On stdout too: under mpirun the two streams reach the terminal through
-    // separate pipes, so a clear on stderr alone may land after the next
-    // table row; one on stdout is ordered with the row.
-    std::cerr << "\r\033[K" << std::flush;
-    std::cout << "\r\033[K";
-    shown_ = false;
-  }
-
- private:
-  bool enabled_;
-  bool shown_ = false;
-  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
-};
-
 void write_results(const RunConfig& config, const RunResult& result) {
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
@@ -192,14 +158,17 @@ constexpr int health_iterations = 3;
 // One measuring command on every rank, as named phases: start (layout, checks,
 // transport, the run's record), topology, health, sweep, ladder, pairs (each
 // with its share of a --budget), then on rank 0
-// judge and save. Only rank 0 keeps the result; it is saved after each phase,
-// so an interrupted run's file holds what was measured.
+// judge and save. Only rank 0 keeps the result; it is saved once as each
+// phase ends (the budgeted ones in run_phase), and within the sweep and the
+// p2p sweep after each op and size, so an interrupted run's file holds what
+// was measured. Everything it shows goes through its printers.
 class RunPipeline {
  public:
   // `watchdog` (may be null) gets the phases, and on the lead rank the last
-  // save as its last words, for the life of run().
-  RunPipeline(const RunConfig& config, const Comm& world, Watchdog* watchdog)
-      : config_(config), world_(world), watchdog_(watchdog) {}
+  // save as its last words, for the life of run(). `printers` get every
+  // section (on ranks other than the lead they are none).
+  RunPipeline(const RunConfig& config, const Comm& world, Watchdog* watchdog, Printer& printers)
+      : config_(config), world_(world), watchdog_(watchdog), printers_(printers) {}
   RunPipeline(const RunPipeline&) = delete;
   RunPipeline& operator=(const RunPipeline&) = delete;
   ~RunPipeline() {
@@ -237,7 +206,7 @@ class RunPipeline {
     if (wants_storage()) storage();
     if (!lead_) return exit_ok;
     finish();
-    if (result_.budget && !config_.quiet) write_budget(*result_.budget, result_.duration_s, out_);
+    if (result_.budget) printers_.budget(*result_.budget, result_.duration_s);
     return judge();
   }
 
@@ -298,15 +267,7 @@ class RunPipeline {
     if (watchdog_ != nullptr && transport_->name() != "mpi") watchdog_->disarm_deadline();
     if (lead_) install_last_words(watchdog_, config_, last_);
     record_run();
-    if (lead_ && !config_.quiet) print_header();
-    // Through terminal_safe: the summary quotes verdict reasons and file names.
-    if (lead_ && wants_sweep())
-      printers_.add(
-          make_terminal_safe_printer(std::cout, [](std::ostream& o) { return std::make_unique<TablePrinter>(o); }));
-    if (lead_ && config_.command != Command::topo)
-      printers_.add(make_terminal_safe_printer(std::cout, [this](std::ostream& o) {
-        return std::make_unique<RunSummaryPrinter>(o, RunSummaryFiles{config_.json_path, config_.csv_path});
-      }));
+    if (lead_) printers_.header(result_.tool, result_.run);
   }
 
   void record_run() {
@@ -331,18 +292,6 @@ class RunPipeline {
       info.cost = PriceInfo{config_.report.price_per_gpu_hour, config_.report.price_per_node_hour};
   }
 
-  void print_header() const {
-    const RunInfo& info = result_.run;
-    out_ << fmt::format("# fabricbench {} (git {}) transport {}: {} rank{} on {} node{}\n", result_.tool.version,
-                        result_.tool.git, info.transport, info.ranks, info.ranks == 1 ? "" : "s", info.nodes,
-                        info.nodes == 1 ? "" : "s");
-    for (int n = 0; n < layout_.nodes; ++n) {
-      const int ranks = layout_.ranks_per_node[static_cast<std::size_t>(n)];
-      out_ << fmt::format("#   node {} {}: {} rank{}\n", n, layout_.hostnames[static_cast<std::size_t>(n)], ranks,
-                          ranks == 1 ? "" : "s");
-    }
-  }
-
   // The topology comes first, before any collective runs.
   void topology() {
     if (config_.command != Command::topo && config_.command != Command::run) return;
@@ -350,13 +299,14 @@ class RunPipeline {
     ClusterTopology topology = gather_topology(
         world_, layout_,
         TopologyOptions{probe_roots(config_.sysfs_root, config_.procfs_root), config_.measure_topology});
-    if (lead_) judge_cluster(topology);
-    if (lead_ && !config_.quiet) write_topology_summary(topology, out_);
-    if (lead_) result_.topology = std::move(topology);
+    if (!lead_) return;
+    judge_cluster(topology);
+    printers_.topology(topology);
+    result_.topology = std::move(topology);
   }
 
   // One phase with its share of the budget (read on rank 0), timed, with
-  // what it cut printed as it ends.
+  // what it cut printed as it ends, then saved: the phase's one save.
   void run_phase(Phase phase, const std::vector<Phase>& later) {
     const double share = budget_.share_s(phase, later);
     const Window window(share);
@@ -378,13 +328,11 @@ class RunPipeline {
         pairs(share);
         break;
     }
-    if (!lead_ || !result_.budget) return;
-    result_.budget->phases.push_back(PhaseSpend{phase, share, window.elapsed_s()});
-    if (!config_.quiet)
-      for (std::size_t i = cuts_before; i < result_.budget->cuts.size(); ++i) {
-        const Cut& c = result_.budget->cuts[i];
-        out_ << fmt::format("# cut ({}): {}: {} {}\n", c.reason, name(c.phase), c.what, c.action);
-      }
+    if (!lead_) return;
+    if (result_.budget) {
+      result_.budget->phases.push_back(PhaseSpend{phase, share, window.elapsed_s()});
+      for (std::size_t i = cuts_before; i < result_.budget->cuts.size(); ++i) printers_.cut(result_.budget->cuts[i]);
+    }
     save(config_, result_, started_, last_);
   }
 
@@ -409,44 +357,39 @@ class RunPipeline {
     health.findings = find_outliers(matrix.nodes, matrix.hosts,
                                     OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
     health.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
-    write_health(health, out_);
+    printers_.health(health);
     // Shares are read on rank 0 only, so its budget alone is shortened.
     if (config_.on_finding == OnFinding::halve && budget_.limited() && !health.findings.empty() && result_.budget) {
       const double left = budget_.remaining_s();
       budget_.shorten(0.5);
       result_.budget->shortened_at_s = health.seconds;
-      out_ << fmt::format(
-          "# budget: a host is named; the rest of the run keeps half of the {:.1f} s left "
-          "(--on-finding halve)\n",
-          left);
+      printers_.budget_halved(left);
     }
-    out_ << std::flush;
     result_.findings = health.findings;  // until the full matrix, if it runs whole, replaces them
     result_.health = std::move(health);
   }
 
   void sweep(double seconds) {
     Watchdog::note_phase("sweep");
-    Progress progress(lead_ && progress_wanted(config_));
     SweepListener listener;
-    listener.on_progress = [&progress](const SweepRecord& r, std::size_t done, std::size_t total) {
-      progress.update(r, done, total);
+    listener.on_progress = [this](const SweepRecord& r, std::size_t done, std::size_t total) {
+      printers_.progress(r, done, total);
     };
-    if (lead_ && !config_.quiet) printers_.context(config_, result_.run);
+    if (lead_) printers_.context(config_, result_.run);
     const int nics = wire_nics_per_node();
-    listener.on_point = [this, &progress, nics](std::span<const SweepRecord> measured) {
-      progress.clear();
+    listener.on_point = [this, nics](std::span<const SweepRecord> measured) {
       const std::vector<SweepRecord> records = with_nic_wire(measured, layout_.nodes, nics);
-      if (!config_.quiet) printers_.point(records);
+      printers_.point(records);
       for (const SweepRecord& r : records) {
         result_.records.push_back(r);
         if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
       }
     };
+    // Within the phase, after each op: an interrupted sweep's file holds the
+    // ops that finished.
     listener.on_op_done = [this](Op) { save(config_, result_, started_, last_); };
     SweepCost cost;
     run_sweep(config_, *transport_, world_, listener, seconds, cuts(), &cost);
-    progress.clear();
     if (lead_ && cost.points > 0) result_.sweep_cost = cost;
   }
 
@@ -475,9 +418,8 @@ class RunPipeline {
     judge_ladder(scaling);
     for (const LevelResult& l : scaling.levels)
       for (const GroupResult& g : l.groups) result_.wrong_total += g.wrong;
-    if (!config_.quiet) write_ladder(scaling, out_);
+    printers_.ladder(scaling);
     result_.scaling = std::move(scaling);
-    save(config_, result_, started_, last_);
   }
 
   // After the pair matrix: the pipeline's stage links come from it.
@@ -487,8 +429,9 @@ class RunPipeline {
     ModelParallelResult mp = run_model_parallel(config_, *transport_, world_, layout_, pairs);
     if (!lead_) return;
     if (mp.tp_allreduce) result_.wrong_total += mp.tp_allreduce->wrong;
-    if (!config_.quiet) write_model_parallel(mp, out_);
+    printers_.model_parallel(mp);
     result_.model_parallel = std::move(mp);
+    save(config_, result_, started_, last_);
   }
 
   // The sets come from each node's GPU link matrix: the run's topology, or
@@ -508,9 +451,8 @@ class RunPipeline {
     judge_gpu_ladder(ladder, config_.scale.steps, config_.report.price_per_gpu_hour, config_.scale.server_prices);
     for (const GpuLevelResult& l : ladder.levels)
       for (const GpuSetResult& s : l.sets) result_.wrong_total += s.wrong;
-    if (!config_.quiet) write_gpu_ladder(ladder, out_);
+    printers_.gpu_ladder(ladder);
     result_.gpu_ladder = std::move(ladder);
-    save(config_, result_, started_, last_);
   }
 
   // The result is saved after every size, so an interrupted sweep's file
@@ -525,11 +467,11 @@ class RunPipeline {
         shape.hosts.push_back(
             layout_.hostnames[static_cast<std::size_t>(layout_.node_of_rank[static_cast<std::size_t>(r)])]);
       shape.window = std::max(config_.p2p_sweep.window, 1);
-      if (!config_.quiet) write_p2p_sweep_header(shape, config_.p2p_sweep.tests, out_);
+      printers_.p2p_header(shape, config_.p2p_sweep.tests);
     }
     P2PSweepResult sweep =
         run_p2p_sweep(config_, *transport_, world_, layout_, [this](std::span<const P2PRecord> records) {
-          if (!config_.quiet) write_p2p_sweep_row(records, out_);
+          printers_.p2p_row(records);
           P2PSweepResult& so_far = *result_.p2p_sweep;
           so_far.records.insert(so_far.records.end(), records.begin(), records.end());
           if (!records.empty() && records.front().wrong) so_far.wrong += *records.front().wrong;
@@ -555,20 +497,12 @@ class RunPipeline {
     if (whole || !result_.health)
       result_.findings = find_outliers(matrix.nodes, matrix.hosts,
                                        OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
-    if (!config_.quiet) {
-      write_pairs(matrix, result_.findings, out_);
-    } else {
-      for (const Finding& f : result_.findings) out_ << "# " << f.message << '\n';
-    }
+    printers_.pairs(matrix, result_.findings);
     if (multi_node()) {
       result_.islands = find_latency_islands(matrix.nodes, matrix.hosts, config_.placement.island_ratio);
-      if (!config_.quiet)
-        write_islands(*result_.islands, out_);
-      else if (result_.islands->islands.size() > 1)
-        out_ << "# " << result_.islands->message << '\n';
+      printers_.islands(*result_.islands);
     }
     result_.pairs = std::move(matrix);
-    save(config_, result_, started_, last_);
   }
 
   void bisection() {
@@ -577,10 +511,7 @@ class RunPipeline {
     if (!lead_) return;
     analyze_bisection(b, config_.placement.oversubscription_limit);
     result_.wrong_total += b.wrong;
-    if (!config_.quiet)
-      write_bisection(b, out_);
-    else
-      out_ << "# bisection: " << b.message << '\n';
+    printers_.bisection(b);
     result_.bisection = std::move(b);
     save(config_, result_, started_, last_);
   }
@@ -601,10 +532,7 @@ class RunPipeline {
     if (!lead_) return;
     analyze_storage(s);
     result_.wrong_total += s.wrong_blocks;
-    if (!config_.quiet)
-      write_storage(s, out_);
-    else
-      out_ << "# storage: " << s.message << '\n';
+    printers_.storage(s);
     result_.storage = std::move(s);
     save(config_, result_, started_, last_);
   }
@@ -629,11 +557,7 @@ class RunPipeline {
     printers_.finalize(report);
     const bool asked = !rc.expects.empty() || rc.expect_reference || rc.fail_on_warn;
     const int judged = asked ? report.exit_code : exit_ok;
-    if (!data_ok(result_)) {
-      std::cerr << fmt::format("fabricbench: {} wrong elements: the data check failed\n", result_.wrong_total);
-      return exit_failed;
-    }
-    return judged;
+    return data_ok(result_) ? judged : exit_failed;
   }
 
   const RunConfig& config_;
@@ -646,14 +570,31 @@ class RunPipeline {
   Layout layout_;
   std::unique_ptr<Transport> transport_;
   RunResult result_;
-  PrinterMultiplex printers_;  // rank 0: the table (sweeps) and the closing summary
-  // Rank 0's own lines (the header, the topology, the sections): they quote
-  // host names and strings probed on every node, escaped on the way out.
-  mutable TerminalSafeStream out_{std::cout};
+  Printer& printers_;
 };
 
+// The lead rank's terminal, in the order each step reaches it: the progress
+// line's erase before a point's row; the sections (full, or what --quiet
+// keeps); the closing summary; then a failed data check on stderr. The
+// sections and the summary go through terminal_safe: they quote host names,
+// strings probed on every node, verdict reasons and file names.
+void add_terminal_printers(const RunConfig& config, PrinterMultiplex& printers) {
+  if (progress_wanted(config)) printers.add(std::make_unique<ProgressPrinter>(std::cerr, std::cout));
+  printers.add(make_terminal_safe_printer(std::cout, [&config](std::ostream& o) -> std::unique_ptr<Printer> {
+    if (config.quiet) return std::make_unique<QuietPrinter>(o);
+    return std::make_unique<TerminalPrinter>(o);
+  }));
+  if (config.command != Command::topo)
+    printers.add(make_terminal_safe_printer(std::cout, [&config](std::ostream& o) {
+      return std::make_unique<RunSummaryPrinter>(o, RunSummaryFiles{config.json_path, config.csv_path});
+    }));
+  printers.add(std::make_unique<DataCheckPrinter>(std::cerr));
+}
+
 int execute(const RunConfig& config, const Comm& world, Watchdog* watchdog = nullptr) {
-  return RunPipeline(config, world, watchdog).run();
+  PrinterMultiplex printers;  // none on the other ranks: only the lead keeps the result
+  if (world.rank() == 0) add_terminal_printers(config, printers);
+  return RunPipeline(config, world, watchdog, printers).run();
 }
 
 }  // namespace

@@ -54,20 +54,72 @@ class FilePrinter final : public Printer {
 class TerminalSafePrinter final : public Printer {
  public:
   TerminalSafePrinter(std::ostream& out, const PrinterFactory& make) : safe_(out), inner_(make(safe_)) {}
+  void header(const ToolInfo& tool, const RunInfo& run) override {
+    step([&](Printer& p) { p.header(tool, run); });
+  }
+  void topology(const ClusterTopology& topology) override {
+    step([&](Printer& p) { p.topology(topology); });
+  }
+  void health(const HealthResult& health) override {
+    step([&](Printer& p) { p.health(health); });
+  }
+  void budget_halved(double left_s) override {
+    step([&](Printer& p) { p.budget_halved(left_s); });
+  }
+  void cut(const Cut& cut) override {
+    step([&](Printer& p) { p.cut(cut); });
+  }
   void context(const RunConfig& config, const RunInfo& run) override {
-    inner_->context(config, run);
-    safe_.flush();
+    step([&](Printer& p) { p.context(config, run); });
+  }
+  void progress(const SweepRecord& next, std::size_t done, std::size_t total) override {
+    step([&](Printer& p) { p.progress(next, done, total); });
   }
   void point(std::span<const SweepRecord> placements) override {
-    inner_->point(placements);
-    safe_.flush();
+    step([&](Printer& p) { p.point(placements); });
+  }
+  void ladder(const ScaleResult& scaling) override {
+    step([&](Printer& p) { p.ladder(scaling); });
+  }
+  void gpu_ladder(const GpuLadderResult& ladder) override {
+    step([&](Printer& p) { p.gpu_ladder(ladder); });
+  }
+  void p2p_header(const P2PSweepResult& shape, std::span<const P2PTest> tests) override {
+    step([&](Printer& p) { p.p2p_header(shape, tests); });
+  }
+  void p2p_row(std::span<const P2PRecord> records) override {
+    step([&](Printer& p) { p.p2p_row(records); });
+  }
+  void pairs(const PairsResult& pairs, const std::vector<Finding>& findings) override {
+    step([&](Printer& p) { p.pairs(pairs, findings); });
+  }
+  void islands(const IslandsResult& islands) override {
+    step([&](Printer& p) { p.islands(islands); });
+  }
+  void model_parallel(const ModelParallelResult& projection) override {
+    step([&](Printer& p) { p.model_parallel(projection); });
+  }
+  void bisection(const BisectionResult& bisection) override {
+    step([&](Printer& p) { p.bisection(bisection); });
+  }
+  void storage(const StorageResult& storage) override {
+    step([&](Printer& p) { p.storage(storage); });
+  }
+  void budget(const BudgetRecord& budget, std::optional<double> duration_s) override {
+    step([&](Printer& p) { p.budget(budget, duration_s); });
   }
   void finalize(const Report& report) override {
-    inner_->finalize(report);
-    safe_.flush();
+    step([&](Printer& p) { p.finalize(report); });
   }
 
  private:
+  // Flushed after each step, so a step's lines reach the terminal as its
+  // phase ends, not when the next fills the buffer.
+  template <typename Step>
+  void step(const Step& s) {
+    s(*inner_);
+    safe_.flush();
+  }
   TerminalSafeStream safe_;  // before inner_, which is built on it
   std::unique_ptr<Printer> inner_;
 };
@@ -78,12 +130,76 @@ std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::
 
 void PrinterMultiplex::add(std::unique_ptr<Printer> printer) { printers_.push_back(std::move(printer)); }
 
+void PrinterMultiplex::header(const ToolInfo& tool, const RunInfo& run) {
+  for (const auto& p : printers_) p->header(tool, run);
+}
+
+void PrinterMultiplex::topology(const ClusterTopology& topology) {
+  for (const auto& p : printers_) p->topology(topology);
+}
+
+void PrinterMultiplex::health(const HealthResult& health) {
+  for (const auto& p : printers_) p->health(health);
+}
+
+void PrinterMultiplex::budget_halved(double left_s) {
+  for (const auto& p : printers_) p->budget_halved(left_s);
+}
+
+void PrinterMultiplex::cut(const Cut& cut) {
+  for (const auto& p : printers_) p->cut(cut);
+}
+
 void PrinterMultiplex::context(const RunConfig& config, const RunInfo& run) {
   for (const auto& p : printers_) p->context(config, run);
 }
 
+void PrinterMultiplex::progress(const SweepRecord& next, std::size_t done, std::size_t total) {
+  for (const auto& p : printers_) p->progress(next, done, total);
+}
+
 void PrinterMultiplex::point(std::span<const SweepRecord> placements) {
   for (const auto& p : printers_) p->point(placements);
+}
+
+void PrinterMultiplex::ladder(const ScaleResult& scaling) {
+  for (const auto& p : printers_) p->ladder(scaling);
+}
+
+void PrinterMultiplex::gpu_ladder(const GpuLadderResult& ladder) {
+  for (const auto& p : printers_) p->gpu_ladder(ladder);
+}
+
+void PrinterMultiplex::p2p_header(const P2PSweepResult& shape, std::span<const P2PTest> tests) {
+  for (const auto& p : printers_) p->p2p_header(shape, tests);
+}
+
+void PrinterMultiplex::p2p_row(std::span<const P2PRecord> records) {
+  for (const auto& p : printers_) p->p2p_row(records);
+}
+
+void PrinterMultiplex::pairs(const PairsResult& pairs, const std::vector<Finding>& findings) {
+  for (const auto& p : printers_) p->pairs(pairs, findings);
+}
+
+void PrinterMultiplex::islands(const IslandsResult& islands) {
+  for (const auto& p : printers_) p->islands(islands);
+}
+
+void PrinterMultiplex::model_parallel(const ModelParallelResult& projection) {
+  for (const auto& p : printers_) p->model_parallel(projection);
+}
+
+void PrinterMultiplex::bisection(const BisectionResult& bisection) {
+  for (const auto& p : printers_) p->bisection(bisection);
+}
+
+void PrinterMultiplex::storage(const StorageResult& storage) {
+  for (const auto& p : printers_) p->storage(storage);
+}
+
+void PrinterMultiplex::budget(const BudgetRecord& budget, std::optional<double> duration_s) {
+  for (const auto& p : printers_) p->budget(budget, duration_s);
 }
 
 void PrinterMultiplex::finalize(const Report& report) {

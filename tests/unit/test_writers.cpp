@@ -207,8 +207,17 @@ TEST(Writers, TableSettingsHeaderAndClosingAverage) {
 class Recorder final : public Printer {
  public:
   Recorder(std::string tag, std::vector<std::string>& log) : tag_(std::move(tag)), log_(&log) {}
+  void header(const ToolInfo& tool, const RunInfo&) override { log_->push_back(tag_ + " header " + tool.version); }
+  void cut(const Cut& c) override { log_->push_back(tag_ + " cut " + c.what); }
   void context(const RunConfig&, const RunInfo& run) override { log_->push_back(tag_ + " context " + run.transport); }
+  void progress(const SweepRecord&, std::size_t done, std::size_t) override {
+    log_->push_back(tag_ + " progress " + std::to_string(done));
+  }
   void point(std::span<const SweepRecord> p) override { log_->push_back(tag_ + " point " + std::to_string(p.size())); }
+  void storage(const StorageResult& s) override { log_->push_back(tag_ + " storage " + s.message); }
+  void budget(const BudgetRecord& b, std::optional<double>) override {
+    log_->push_back(tag_ + " budget " + std::to_string(b.cuts.size()));
+  }
   void finalize(const Report& report) override {
     log_->push_back(tag_ + " finalize " + std::to_string(report.runs.size()));
   }
@@ -225,13 +234,104 @@ TEST(Printers, MultiplexHandsEveryStepToEachPrinterInOrder) {
   all.add(std::make_unique<Recorder>("b", log));
   EXPECT_EQ(all.size(), 2U);
   const RunResult r = fixture();
+  all.header(r.tool, r.run);
   all.context(RunConfig{}, r.run);
+  all.progress(r.records.front(), 0, 4);
   all.point(std::span(r.records).subspan(0, 2));
+  all.cut(Cut{Phase::sweep, "allreduce 1 MiB", "skipped"});
+  StorageResult storage;
+  storage.message = "ok";
+  all.storage(storage);
+  all.budget(BudgetRecord{}, std::nullopt);
   Report report;
   report.runs.push_back({"r.json", r, {}, Level::ok, {}});
   all.finalize(report);
-  EXPECT_EQ(log, (std::vector<std::string>{"a context mpi", "b context mpi", "a point 2", "b point 2", "a finalize 1",
-                                           "b finalize 1"}));
+  EXPECT_EQ(log, (std::vector<std::string>{
+                     "a header 0.1.0", "b header 0.1.0", "a context mpi", "b context mpi", "a progress 0",
+                     "b progress 0", "a point 2", "b point 2", "a cut allreduce 1 MiB", "b cut allreduce 1 MiB",
+                     "a storage ok", "b storage ok", "a budget 0", "b budget 0", "a finalize 1", "b finalize 1"}));
+}
+
+TEST(Printers, TerminalPrinterNamesTheRunItsNodesAndEachCut) {
+  const RunResult r = fixture();
+  std::ostringstream out;
+  TerminalPrinter terminal(out);
+  terminal.header(r.tool, r.run);
+  terminal.cut(Cut{Phase::ladder, "level 2", "skipped"});
+  EXPECT_EQ(out.str(),
+            "# fabricbench 0.1.0 (git 0123456789ab) transport mpi: 4 ranks on 2 nodes\n"
+            "#   node 0 node-a: 2 ranks\n"
+            "#   node 1 node-b: 2 ranks\n"
+            "# cut (budget): ladder: level 2 skipped\n");
+}
+
+// The terminal safe printer passes every step on, escaped.
+TEST(Printers, TerminalSafePrinterEscapesEverySection) {
+  RunResult r = fixture();
+  r.run.hostnames[1] = "node-b\x1b]0;title\x07";
+  std::ostringstream out;
+  const auto safe =
+      make_terminal_safe_printer(out, [](std::ostream& o) { return std::make_unique<TerminalPrinter>(o); });
+  safe->header(r.tool, r.run);
+  StorageResult storage;
+  storage.message = "slow \x1b[2J";
+  safe->storage(storage);
+  EXPECT_EQ(out.str().find('\x1b'), std::string::npos) << out.str();
+  EXPECT_NE(out.str().find("#   node 1 node-b"), std::string::npos) << out.str();
+}
+
+// --quiet keeps the findings and the one-line outcomes, never a table.
+TEST(Printers, QuietPrinterKeepsOneLinePerOutcome) {
+  RunResult r = fixture();
+  std::ostringstream out;
+  QuietPrinter quiet(out);
+  quiet.header(r.tool, r.run);
+  quiet.cut(Cut{Phase::sweep, "allreduce 1 MiB", "skipped"});
+  quiet.context(RunConfig{}, r.run);
+  quiet.point(std::span(r.records).subspan(0, 2));
+  Finding slow;
+  slow.message = "node-b is slow";
+  PairsResult matrix;
+  quiet.pairs(matrix, {slow});
+  IslandsResult flat;
+  flat.islands.resize(1);
+  flat.message = "one island";
+  quiet.islands(flat);
+  BisectionResult bisection;
+  bisection.message = "non-blocking";
+  quiet.bisection(bisection);
+  StorageResult storage;
+  storage.message = "2 nodes wrote";
+  quiet.storage(storage);
+  quiet.budget(BudgetRecord{}, 1.0);
+  EXPECT_EQ(out.str(), "# node-b is slow\n# bisection: non-blocking\n# storage: 2 nodes wrote\n");
+}
+
+// Within the sweep's first seconds there is no progress line, so nothing to erase.
+TEST(Printers, ProgressPrinterStaysSilentEarlyInTheSweep) {
+  const RunResult r = fixture();
+  std::ostringstream status;
+  std::ostringstream table;
+  ProgressPrinter progress(status, table);
+  progress.context(RunConfig{}, r.run);
+  progress.progress(r.records.front(), 0, 4);
+  progress.point(std::span(r.records).subspan(0, 2));
+  EXPECT_EQ(status.str(), "");
+  EXPECT_EQ(table.str(), "");
+}
+
+TEST(Printers, DataCheckPrinterNamesTheWrongElements) {
+  RunResult r = fixture();
+  std::ostringstream errors;
+  Report good;
+  good.runs.push_back({"r.json", r, {}, Level::ok, {}});
+  DataCheckPrinter(errors).finalize(good);
+  EXPECT_EQ(errors.str(), "");
+  r.wrong_total = 3;
+  Report bad;
+  bad.runs.push_back({"r.json", r, {}, Level::ok, {}});
+  DataCheckPrinter(errors).finalize(bad);
+  EXPECT_EQ(errors.str(), "fabricbench: 3 wrong elements: the data check failed\n");
 }
 
 Report judged(RunResult r, ReportConfig config = {}) {

@@ -1,13 +1,18 @@
 #pragma once
-// Printers only format. Each writes to an injected stream in three steps, as
-// google/benchmark's reporters and nvbench's printers do: the context once
-// (what runs and how it measures), each measured point as it completes, and
-// the judged report at the end. Several printers run at once through a
-// PrinterMultiplex, so a measuring run and `report` feed the same set.
+// Printers only format. Each writes to an injected stream, step by step, as
+// google/benchmark's reporters and nvbench's printers do: a measuring run
+// hands every printer each phase's records as the phase ends (the header,
+// the topology, the sweep's context and points, the ladders, the pairs, ...),
+// and the judged report at the end. Several printers run at once through a
+// PrinterMultiplex, so a measuring run and `report` feed the same set, and a
+// run prints nothing but through its printers.
 
+#include <chrono>
+#include <cstddef>
 #include <functional>
 #include <iosfwd>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,10 +32,48 @@ class Printer {
   Printer(Printer&&) = delete;
   Printer& operator=(Printer&&) = delete;
 
-  // Once, before the first point: the settings of a measuring run.
+  // A measuring run's steps, in the order its phases run, each with the
+  // records its phase produced; every step has an empty default, so a
+  // printer takes only the ones it shows.
+
+  // Once, first: the tool and where the run runs.
+  virtual void header(const ToolInfo& /*tool*/, const RunInfo& /*run*/) {}
+  virtual void topology(const ClusterTopology& /*topology*/) {}
+  // The quick pass over node pairs, as soon as it has named what it found.
+  virtual void health(const HealthResult& /*health*/) {}
+  // --on-finding halve: the health pass named a host, so the rest of the run
+  // keeps half of the `left_s` seconds it had.
+  virtual void budget_halved(double /*left_s*/) {}
+  // What the budget took from a phase, as the phase ends.
+  virtual void cut(const Cut& /*cut*/) {}
+
+  // The sweep. Once, before the first point: the settings of the run.
   virtual void context(const RunConfig& /*config*/, const RunInfo& /*run*/) {}
+  // Before each point: the point about to run (its first placement), the
+  // points done and their total.
+  virtual void progress(const SweepRecord& /*next*/, std::size_t /*done*/, std::size_t /*total*/) {}
   // The placements of one point (op, dtype, redop, size), as it completes.
   virtual void point(std::span<const SweepRecord> /*placements*/) {}
+
+  // The ladders, each once it has run.
+  virtual void ladder(const ScaleResult& /*scaling*/) {}
+  virtual void gpu_ladder(const GpuLadderResult& /*ladder*/) {}
+
+  // p2p --sweep: who runs and the tests, then each size as it completes.
+  virtual void p2p_header(const P2PSweepResult& /*shape*/, std::span<const P2PTest> /*tests*/) {}
+  virtual void p2p_row(std::span<const P2PRecord> /*records*/) {}
+
+  // The pair matrix with the findings that stand (the health pass's when a
+  // cut-short matrix cannot replace them), then its latency islands.
+  virtual void pairs(const PairsResult& /*pairs*/, const std::vector<Finding>& /*findings*/) {}
+  virtual void islands(const IslandsResult& /*islands*/) {}
+  // The model-parallel projection (--tp, --pp).
+  virtual void model_parallel(const ModelParallelResult& /*projection*/) {}
+  virtual void bisection(const BisectionResult& /*bisection*/) {}
+  virtual void storage(const StorageResult& /*storage*/) {}
+  // After the last phase: the budget's shares and cuts, with the run's wall time.
+  virtual void budget(const BudgetRecord& /*budget*/, std::optional<double> /*duration_s*/) {}
+
   // Once, at the end: the report built from the result(s).
   virtual void finalize(const Report& /*report*/) {}
 };
@@ -40,8 +83,24 @@ class PrinterMultiplex final : public Printer {
  public:
   void add(std::unique_ptr<Printer> printer);
   [[nodiscard]] std::size_t size() const { return printers_.size(); }
+  void header(const ToolInfo& tool, const RunInfo& run) override;
+  void topology(const ClusterTopology& topology) override;
+  void health(const HealthResult& health) override;
+  void budget_halved(double left_s) override;
+  void cut(const Cut& cut) override;
   void context(const RunConfig& config, const RunInfo& run) override;
+  void progress(const SweepRecord& next, std::size_t done, std::size_t total) override;
   void point(std::span<const SweepRecord> placements) override;
+  void ladder(const ScaleResult& scaling) override;
+  void gpu_ladder(const GpuLadderResult& ladder) override;
+  void p2p_header(const P2PSweepResult& shape, std::span<const P2PTest> tests) override;
+  void p2p_row(std::span<const P2PRecord> records) override;
+  void pairs(const PairsResult& pairs, const std::vector<Finding>& findings) override;
+  void islands(const IslandsResult& islands) override;
+  void model_parallel(const ModelParallelResult& projection) override;
+  void bisection(const BisectionResult& bisection) override;
+  void storage(const StorageResult& storage) override;
+  void budget(const BudgetRecord& budget, std::optional<double> duration_s) override;
   void finalize(const Report& report) override;
 
  private:
@@ -73,6 +132,87 @@ class TablePrinter final : public Printer {
   // library does not say), the NIC wire rate column (more than one node).
   bool algorithm_column_ = false;
   bool wire_column_ = false;
+};
+
+// A measuring run on the terminal: the header and node list, the topology,
+// every phase's section as it ends (through the write_* functions), the cuts
+// and the budget, and the sweep as the TablePrinter's table.
+class TerminalPrinter final : public Printer {
+ public:
+  explicit TerminalPrinter(std::ostream& out) : out_(&out), table_(out) {}
+  void header(const ToolInfo& tool, const RunInfo& run) override;
+  void topology(const ClusterTopology& topology) override;
+  void health(const HealthResult& health) override;
+  void budget_halved(double left_s) override;
+  void cut(const Cut& cut) override;
+  void context(const RunConfig& config, const RunInfo& run) override { table_.context(config, run); }
+  void point(std::span<const SweepRecord> placements) override { table_.point(placements); }
+  void ladder(const ScaleResult& scaling) override;
+  void gpu_ladder(const GpuLadderResult& ladder) override;
+  void p2p_header(const P2PSweepResult& shape, std::span<const P2PTest> tests) override;
+  void p2p_row(std::span<const P2PRecord> records) override;
+  void pairs(const PairsResult& pairs, const std::vector<Finding>& findings) override;
+  void islands(const IslandsResult& islands) override;
+  void model_parallel(const ModelParallelResult& projection) override;
+  void bisection(const BisectionResult& bisection) override;
+  void storage(const StorageResult& storage) override;
+  void budget(const BudgetRecord& budget, std::optional<double> duration_s) override;
+  void finalize(const Report& report) override { table_.finalize(report); }
+
+ private:
+  std::ostream* out_;
+  TablePrinter table_;
+};
+
+// The terminal under --quiet: what a script still needs, a line each (the
+// findings, the health pass, the budget halving, the islands, bisection and
+// storage outcomes) and the sweep's closing lines; no tables.
+class QuietPrinter final : public Printer {
+ public:
+  explicit QuietPrinter(std::ostream& out) : out_(&out), table_(out) {}
+  void health(const HealthResult& health) override;
+  void budget_halved(double left_s) override;
+  void pairs(const PairsResult& pairs, const std::vector<Finding>& findings) override;
+  void islands(const IslandsResult& islands) override;
+  void bisection(const BisectionResult& bisection) override;
+  void storage(const StorageResult& storage) override;
+  void finalize(const Report& report) override { table_.finalize(report); }
+
+ private:
+  std::ostream* out_;
+  TablePrinter table_;  // for its closing lines only
+};
+
+// The sweep's one-line progress report on `status` (stderr), shown once the
+// sweep has lasted a couple of seconds and erased before each point's row.
+// The erase goes to `table` (stdout) too: under mpirun the two streams reach
+// the terminal through separate pipes, so an erase on stderr alone may land
+// after the next row; one on stdout is ordered with the row. Both streams are
+// the raw terminal: the erase is an escape sequence of its own.
+class ProgressPrinter final : public Printer {
+ public:
+  ProgressPrinter(std::ostream& status, std::ostream& table) : status_(&status), table_(&table) {}
+  void context(const RunConfig& config, const RunInfo& run) override;
+  void progress(const SweepRecord& next, std::size_t done, std::size_t total) override;
+  void point(std::span<const SweepRecord> placements) override;
+
+ private:
+  void clear();
+  std::ostream* status_;
+  std::ostream* table_;
+  bool shown_ = false;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+};
+
+// A failed data check on `errors` (stderr), after everything else: the
+// exit status says it to a script, this line to a person reading the log.
+class DataCheckPrinter final : public Printer {
+ public:
+  explicit DataCheckPrinter(std::ostream& errors) : errors_(&errors) {}
+  void finalize(const Report& report) override;
+
+ private:
+  std::ostream* errors_;
 };
 
 // The report as text: per run its tables, verdicts and cost; then the
