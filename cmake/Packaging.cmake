@@ -6,7 +6,7 @@
 # What is installed: the fabricbench binary, its man page, the result schema
 # and the reference figures (the binary embeds the same files; the copies are
 # for other tools), the Slurm and
-# Kubernetes launch examples, README and LICENSE.
+# Kubernetes launch examples, README, the guides and LICENSE.
 
 include(GNUInstallDirs)
 
@@ -22,6 +22,9 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/man/fabricbench.1.gz
 install(FILES ${PROJECT_SOURCE_DIR}/src/schema/result.schema.json ${PROJECT_SOURCE_DIR}/src/data/expectations.json
         DESTINATION ${CMAKE_INSTALL_DATADIR}/fabricbench COMPONENT fabricbench)
 install(FILES ${PROJECT_SOURCE_DIR}/README.md DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT fabricbench)
+# The guides `fabricbench help` prints, also as files.
+file(GLOB FB_GUIDE_FILES ${PROJECT_SOURCE_DIR}/docs/guides/*.md)
+install(FILES ${FB_GUIDE_FILES} DESTINATION ${CMAKE_INSTALL_DOCDIR}/guides COMPONENT fabricbench)
 # Debian's place for the licence is the package's copyright file.
 install(FILES ${PROJECT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR}
         RENAME copyright COMPONENT fabricbench)

@@ -58,7 +58,7 @@ export out
 # The GPU tests are 14 processes (each starts CUDA and NCCL, a few seconds
 # on a fresh machine), so they get 120 s; the build's 210 s is about 2.5
 # times what the three targets take on 16 cores with the compiled fmt
-# (measured with -j2 here; README, The GPU check).
+# (measured with -j2 here; docs/guides/nccl.md, Checking on a GPU machine).
 limit_build=${FABRICBENCH_GPU_CHECK_BUILD_S:-210} limit_info=10 limit_logic=15 limit_gpu_tests=120 limit_debug=15
 limit_blocking=15 limit_refusal=5 limit_nccl_tests=30 limit_fabricbench=20 limit_copies=15 limit_topo=10 limit_run=15
 total=$((limit_build + limit_info + limit_logic + limit_gpu_tests + limit_debug + limit_blocking + limit_refusal +

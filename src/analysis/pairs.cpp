@@ -339,4 +339,11 @@ void analyze_bisection(BisectionResult& result, double limit) {
         limit, result.halvings.size(), result.halvings.size() == 1 ? "" : "s", o, w.loaded_gbs, w.isolated_gbs);
 }
 
+std::vector<Finding> standing_findings(const PairsResult& matrix, bool cut, const std::optional<HealthResult>& health,
+                                       const OutlierThresholds& thresholds) {
+  const bool whole = static_cast<int>(matrix.rounds.size()) == matrix.rounds_planned && !cut;
+  if (whole || !health) return find_outliers(matrix.nodes, matrix.hosts, thresholds);
+  return health->findings;
+}
+
 }  // namespace fabricbench

@@ -19,6 +19,7 @@
 #include "fabricbench/analysis/storage.hpp"
 #include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/analysis/verdict.hpp"
+#include "fabricbench/analysis/wire_rate.hpp"
 #include "fabricbench/app/build_info.hpp"
 #include "fabricbench/app/cli.hpp"
 #include "fabricbench/app/exit_status.hpp"
@@ -376,7 +377,8 @@ class RunPipeline {
       printers_.progress(r, done, total);
     };
     if (lead_) printers_.context(config_, result_.run);
-    const int nics = wire_nics_per_node();
+    const int nics =
+        wire_nics_per_node(result_.topology, layout_.ranks_per_node.empty() ? 1 : layout_.ranks_per_node.front());
     listener.on_point = [this, nics](std::span<const SweepRecord> measured) {
       const std::vector<SweepRecord> records = with_nic_wire(measured, layout_.nodes, nics);
       printers_.point(records);
@@ -391,15 +393,6 @@ class RunPipeline {
     SweepCost cost;
     run_sweep(config_, *transport_, world_, listener, seconds, cuts(), &cost);
     if (lead_ && cost.points > 0) result_.sweep_cost = cost;
-  }
-
-  // NICs per node the multi-node all-reduce's wire rate is spread over: the
-  // active RDMA NICs the topology found (fewest over nodes), else one per
-  // rank (a GPU per NIC, as rail-optimised GPU nodes are built).
-  [[nodiscard]] int wire_nics_per_node() const {
-    if (result_.topology)
-      if (const int m = detect_hardware(*result_.topology).rdma_nics; m > 0) return m;
-    return layout_.ranks_per_node.empty() ? 1 : std::max(1, layout_.ranks_per_node.front());
   }
 
   void ladder(double seconds) {
@@ -489,14 +482,9 @@ class RunPipeline {
     PairsResult matrix = run_pairs(config_, *transport_, world_, layout_, PhaseLimit{seconds, cuts()});
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
-    // A matrix the budget cut short names nodes from fewer links than the
-    // health pass saw (a slow host's links are the first to be cut): the
-    // health pass's findings then stand.
-    const bool whole = static_cast<int>(matrix.rounds.size()) == matrix.rounds_planned &&
-                       (!result_.budget || result_.budget->cuts.size() == cuts_before);
-    if (whole || !result_.health)
-      result_.findings = find_outliers(matrix.nodes, matrix.hosts,
-                                       OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
+    const bool cut = result_.budget && result_.budget->cuts.size() != cuts_before;
+    result_.findings = standing_findings(matrix, cut, result_.health,
+                                         OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
     printers_.pairs(matrix, result_.findings);
     if (multi_node()) {
       result_.islands = find_latency_islands(matrix.nodes, matrix.hosts, config_.placement.island_ratio);

@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 
 #include "fabricbench/analysis/verdict.hpp"
+#include "fabricbench/app/guides.hpp"
 #include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/byte_strings.hpp"
 #include "fabricbench/core/error.hpp"
@@ -40,6 +41,7 @@ enum Uses : unsigned {
   on_report = 1U << 5U,
   on_version = 1U << 6U,
   on_storage = 1U << 7U,
+  on_help = 1U << 8U,
 };
 constexpr unsigned measuring = on_run | on_sweep | on_scale | on_p2p;
 
@@ -50,7 +52,7 @@ struct Subcommand {
   const char* description;
 };
 
-constexpr std::array<Subcommand, 8> subcommands{{
+constexpr std::array<Subcommand, 9> subcommands{{
     {"run", Command::run, on_run, "The full suite (default when no subcommand is given)"},
     {"sweep", Command::sweep, on_sweep, "Collective sweeps over message sizes"},
     {"scale", Command::scale, on_scale, "Scaling ladder: bus bandwidth from 1 node to all nodes"},
@@ -63,6 +65,7 @@ constexpr std::array<Subcommand, 8> subcommands{{
     {"report", Command::report, on_report,
      "Read result files: tables, verdicts, cost; compare runs; --csv, --html; gates for CI (no MPI needed)"},
     {"version", Command::version, on_version, "Tool version, git hash, transports and library versions"},
+    {"help", Command::help, on_help, "The guides built into the binary: the topics, or with TOPIC that guide"},
 }};
 
 // nccl-tests' options that have no counterpart here: each is refused with
@@ -228,6 +231,7 @@ struct RawOptions {
   bool storage_per_node = defaults().storage.per_node;
   bool storage_buffered = defaults().storage.buffered;
   std::string ignored;  // the values of nccl-tests' options refused below
+  std::string help_topic;
 };
 
 // --- The option groups: each adds its options to one subcommand. ----------
@@ -513,6 +517,10 @@ void add_storage_command_options(CLI::App& cmd, RawOptions& o, Command) {
                               defaults().gpu.timeout_s));
 }
 
+void add_help_options(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("topic", o.help_topic, "The guide to print (without a topic: the list)");
+}
+
 struct OptionGroup {
   unsigned uses;
   void (*add)(CLI::App&, RawOptions&, Command);
@@ -520,7 +528,7 @@ struct OptionGroup {
 
 // Adding an option: one line in its group's function above (and its field
 // in RunConfig, whose default the help then shows).
-constexpr std::array<OptionGroup, 22> option_groups{{
+constexpr std::array<OptionGroup, 23> option_groups{{
     {on_run | on_sweep | on_p2p, add_size_options},
     {on_run | on_sweep, add_collective_options},
     {measuring, add_iteration_options},
@@ -543,6 +551,7 @@ constexpr std::array<OptionGroup, 22> option_groups{{
     {on_run | on_p2p, add_placement_options},
     {on_run | on_storage, add_storage_options},
     {on_storage, add_storage_command_options},
+    {on_help, add_help_options},
 }};
 constexpr OptionGroup no_equivalent_group{measuring, add_no_equivalents};
 
@@ -1132,6 +1141,27 @@ void refuse_no_equivalents(const CLI::App& cmd) {
   }
 }
 
+// `fabricbench help`: the topics, one line each; `help TOPIC`: that guide.
+std::string help_text(const std::string& topic) {
+  std::vector<std::string> topics;
+  std::size_t width = 0;
+  for (const Guide& g : guides()) {
+    if (g.topic == topic) return std::string(g.text);
+    topics.emplace_back(g.topic);
+    width = std::max(width, g.topic.size());
+  }
+  if (!topic.empty()) {
+    if (const auto guess = closest(topic, topics))
+      throw UsageError(
+          fmt::format("help: no topic '{}'; did you mean {}? (topics: {})", topic, *guess, fmt::join(topics, ", ")));
+    throw UsageError(fmt::format("help: no topic '{}' (topics: {})", topic, fmt::join(topics, ", ")));
+  }
+  std::string text = "Guides built into fabricbench; fabricbench help TOPIC prints one:\n\n";
+  for (const Guide& g : guides()) text += fmt::format("  {:<{}}  {}\n", g.topic, width, guide_title(g));
+  text += "\nOptions and their defaults: fabricbench SUBCOMMAND --help, and man fabricbench.\n";
+  return text;
+}
+
 }  // namespace
 
 ParseOutcome parse_command_line(const std::vector<std::string>& args) {
@@ -1203,6 +1233,12 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
 
   if (command == Command::version) {
     outcome.config.command = Command::version;
+    return outcome;
+  }
+  if (command == Command::help) {
+    outcome.config.command = Command::help;
+    outcome.exit_now = true;
+    outcome.text = help_text(options.help_topic);
     return outcome;
   }
   if (command == Command::report) {

@@ -9,7 +9,6 @@
 
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/stats.hpp"
-#include "fabricbench/engine/wire_rate.hpp"
 
 namespace fabricbench {
 namespace {
@@ -365,16 +364,6 @@ Timing make_timing(Op op, int nranks, std::size_t bytes, double headline_s, doub
   t.iterations = iterations;
   if (const double h = relative_half_width(per_iteration_s); std::isfinite(h)) t.precision = h;
   return t;
-}
-
-std::vector<SweepRecord> with_nic_wire(std::span<const SweepRecord> records, int nodes, int nics_per_node) {
-  std::vector<SweepRecord> out(records.begin(), records.end());
-  for (SweepRecord& r : out) {
-    if (r.op != Op::allreduce || !r.timing) continue;
-    const std::optional<std::string> algorithm = r.choice ? r.choice->algorithm : std::nullopt;
-    r.nic_wire = nic_wire_rate(r.timing->busbw_gbs, r.ranks, nodes, nics_per_node, algorithm);
-  }
-  return out;
 }
 
 bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, double share_s, int warmup) {

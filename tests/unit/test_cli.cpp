@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fabricbench/app/guides.hpp"
 #include "fabricbench/core/error.hpp"
 
 namespace fabricbench {
@@ -79,6 +80,30 @@ TEST(Cli, VersionAndHelp) {
   EXPECT_NE(help.text.find("sweep"), std::string::npos);
   const ParseOutcome sweep_help = parse_command_line({"sweep", "--help"});
   EXPECT_NE(sweep_help.text.find("--min-bytes"), std::string::npos);
+}
+
+TEST(Cli, HelpListsAndPrintsTheGuides) {
+  ASSERT_FALSE(guides().empty());
+  const ParseOutcome list = parse_command_line({"help"});
+  EXPECT_TRUE(list.exit_now);
+  EXPECT_EQ(list.exit_code, 0);
+  for (const Guide& g : guides()) {
+    EXPECT_NE(list.text.find("  " + std::string(g.topic) + " "), std::string::npos) << g.topic;
+    EXPECT_NE(list.text.find(guide_title(g)), std::string::npos) << g.topic;
+    const ParseOutcome one = parse_command_line({"help", std::string(g.topic)});
+    EXPECT_TRUE(one.exit_now);
+    EXPECT_EQ(one.text, g.text);
+  }
+}
+
+TEST(Cli, HelpRefusesAnUnknownTopic) {
+  const std::string error = error_of({"help", "no-such-topic"});
+  EXPECT_EQ(error.rfind("help: no topic 'no-such-topic' (topics: ", 0), 0U) << error;
+  EXPECT_NE(error.find(std::string(guides().front().topic)), std::string::npos);
+  EXPECT_EQ(error.find('\n'), std::string::npos);
+  const std::string typo = error_of({"help", "budgte"});
+  EXPECT_EQ(typo.rfind("help: no topic 'budgte'; did you mean budget? (topics: ", 0), 0U) << typo;
+  EXPECT_EQ(error_of({"help", "budget", "extra"}), "'extra': help takes no such argument");
 }
 
 TEST(Cli, BadInputNamesTheFlagAndValue) {
@@ -196,7 +221,7 @@ TEST(Cli, UnknownOptionsAndSubcommandsGetASuggestion) {
   EXPECT_EQ(error_of({"sweep", "--warmpu", "3"}), "--warmpu: unknown option of sweep; did you mean --warmup?");
   EXPECT_EQ(error_of({"swep"}), "'swep' is not a subcommand; did you mean sweep?");
   EXPECT_EQ(error_of({"bogus"}),
-            "'bogus' is not a subcommand (choose from run, sweep, scale, p2p, topo, storage, report, version)");
+            "'bogus' is not a subcommand (choose from run, sweep, scale, p2p, topo, storage, report, version, help)");
   EXPECT_EQ(error_of({"sweep", "--frobnicate"}),
             "--frobnicate: unknown option of sweep (fabricbench sweep --help lists them)");
 }

@@ -10,9 +10,9 @@
 
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/analysis/verdict.hpp"
+#include "fabricbench/analysis/wire_rate.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/engine/sweep.hpp"
-#include "fabricbench/engine/wire_rate.hpp"
 #include "fabricbench/model/reader.hpp"
 #include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/report_writers.hpp"

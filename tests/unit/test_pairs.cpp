@@ -159,5 +159,30 @@ TEST(Outlier, BothConditionsMustHold) {
   EXPECT_TRUE(is_outlier(1e-5, wide, {}));
 }
 
+// The full matrix's findings replace the health pass's only when it ran whole.
+TEST(Findings, TheFullMatrixStandsOnlyWhenItRanWhole) {
+  PairsResult full;
+  full.hosts = {hosts.begin(), hosts.end()};
+  full.nodes = symmetric(6, 10.0);
+  for (int j = 0; j < 6; ++j)
+    if (j != 4) set_pair(full.nodes, 4, j, 0.5);
+  full.rounds_planned = 5;
+  full.rounds = {0, 1, 2, 3, 4};
+  HealthResult health;
+  Finding earlier;
+  earlier.message = "from the health pass";
+  health.findings = {earlier};
+
+  const auto names_e = [](const std::vector<Finding>& f) { return f.size() == 1 && f[0].hosts[0] == "e"; };
+  EXPECT_TRUE(names_e(standing_findings(full, false, health, {})));
+  EXPECT_TRUE(names_e(standing_findings(full, false, std::nullopt, {})));
+  // Cut by the budget, or fewer rounds than planned: the health pass's stand.
+  EXPECT_EQ(standing_findings(full, true, health, {})[0].message, "from the health pass");
+  full.rounds = {0, 1};
+  EXPECT_EQ(standing_findings(full, false, health, {})[0].message, "from the health pass");
+  // Without a health pass the matrix is all there is.
+  EXPECT_TRUE(names_e(standing_findings(full, true, std::nullopt, {})));
+}
+
 }  // namespace
 }  // namespace fabricbench

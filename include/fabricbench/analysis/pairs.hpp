@@ -2,9 +2,11 @@
 // Judging the pair matrix and the placement measurements: slow nodes and
 // links, latency islands, and the bisection's verdict.
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "fabricbench/model/result.hpp"
 #include "fabricbench/records/pairs.hpp"
 #include "fabricbench/records/placement.hpp"
 
@@ -57,5 +59,13 @@ IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<s
 // 1); the fabric is named oversubscribed when the worst ratio exceeds
 // `limit`.
 void analyze_bisection(BisectionResult& result, double limit);
+
+// The findings that stand once the full matrix ran: its own when it ran
+// whole (every planned round, nothing cut by the budget, `cut` false) or no
+// health pass ran; else the health pass's, since a matrix the budget cut
+// short names nodes from fewer links than the health pass saw (a slow host's
+// links are the first to be cut).
+std::vector<Finding> standing_findings(const PairsResult& matrix, bool cut, const std::optional<HealthResult>& health,
+                                       const OutlierThresholds& thresholds);
 
 }  // namespace fabricbench

@@ -25,7 +25,7 @@ enum class RankTime { rank0, mean, min, max };
 // pass has named a slow host or link (`--on-finding`): keep it all, or keep
 // half of what is left (the verdict is known; the rest shows its extent).
 enum class OnFinding { keep, halve };
-enum class Command { run, sweep, version, scale, p2p, topo, report, storage };
+enum class Command { run, sweep, version, scale, p2p, topo, report, storage, help };
 
 struct IterationPolicy {
   int warmup = 5;

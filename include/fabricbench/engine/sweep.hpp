@@ -94,11 +94,6 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
                                    const SweepListener& listener, double seconds = unlimited_seconds,
                                    std::vector<Cut>* cuts = nullptr, SweepCost* cost = nullptr);
 
-// The records of one point with the multi-node all-reduce's NIC wire rate
-// filled in (engine/wire_rate.hpp) from their busbw and algorithm, on
-// `nodes` nodes with `nics_per_node` NICs each; other records unchanged.
-std::vector<SweepRecord> with_nic_wire(std::span<const SweepRecord> records, int nodes, int nics_per_node);
-
 // The headline time of a measurement from the ranks' times (rank 0's, their
 // mean, min or max), as --rank-time (nccl-tests' -a) chooses.
 double headline_seconds(RankTime choice, double rank0_s, double mean_s, double min_s, double max_s);

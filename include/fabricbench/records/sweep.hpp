@@ -11,7 +11,7 @@
 
 namespace fabricbench {
 
-// What each NIC carried in a multi-node all-reduce (engine/wire_rate.hpp
+// What each NIC carried in a multi-node all-reduce (analysis/wire_rate.hpp
 // says how it is derived from busbw); `m` is the NICs per node.
 struct NicWireRate {
   std::optional<double> gbs;  // per NIC, each way, GB/s; nullopt when no NIC carried the data
@@ -87,7 +87,7 @@ struct SweepRecord {
   // What the library chose at this point (NCCL's algorithm and protocol), or
   // why that is not known; measured points only.
   std::optional<AlgorithmChoice> choice;
-  // Multi-node all-reduce: what each NIC carried (engine/wire_rate.hpp).
+  // Multi-node all-reduce: what each NIC carried (analysis/wire_rate.hpp).
   std::optional<NicWireRate> nic_wire;
   // Where the measurement's time went; measured points only.
   std::optional<PointCost> cost;

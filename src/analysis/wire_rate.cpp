@@ -1,4 +1,8 @@
-#include "fabricbench/engine/wire_rate.hpp"
+#include "fabricbench/analysis/wire_rate.hpp"
+
+#include <algorithm>
+
+#include "fabricbench/analysis/verdict.hpp"
 
 namespace fabricbench {
 
@@ -24,6 +28,22 @@ std::optional<NicWireRate> nic_wire_rate(double busbw_gbs, int ranks, int nodes,
     w.gbs = busbw_gbs * (k - 1) / k * n / (n - 1) / m;
   }
   return w;
+}
+
+std::vector<SweepRecord> with_nic_wire(std::span<const SweepRecord> records, int nodes, int nics_per_node) {
+  std::vector<SweepRecord> out(records.begin(), records.end());
+  for (SweepRecord& r : out) {
+    if (r.op != Op::allreduce || !r.timing) continue;
+    const std::optional<std::string> algorithm = r.choice ? r.choice->algorithm : std::nullopt;
+    r.nic_wire = nic_wire_rate(r.timing->busbw_gbs, r.ranks, nodes, nics_per_node, algorithm);
+  }
+  return out;
+}
+
+int wire_nics_per_node(const std::optional<ClusterTopology>& topology, int ranks_per_node) {
+  if (topology)
+    if (const int m = detect_hardware(*topology).rdma_nics; m > 0) return m;
+  return std::max(1, ranks_per_node);
 }
 
 }  // namespace fabricbench

@@ -21,9 +21,12 @@
 // Assumed: traffic spread evenly over the node's NICs, no other traffic.
 
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "fabricbench/records/sweep.hpp"
+#include "fabricbench/records/topology.hpp"
 
 namespace fabricbench {
 
@@ -33,5 +36,15 @@ namespace fabricbench {
 // them (multi-node NVLink): no NIC carries the data (basis nvlink, no rate).
 std::optional<NicWireRate> nic_wire_rate(double busbw_gbs, int ranks, int nodes, int nics_per_node,
                                          const std::optional<std::string>& algorithm);
+
+// The records of one point with the multi-node all-reduce's NIC wire rate
+// filled in (nic_wire_rate) from their busbw and algorithm, on
+// `nodes` nodes with `nics_per_node` NICs each; other records unchanged.
+std::vector<SweepRecord> with_nic_wire(std::span<const SweepRecord> records, int nodes, int nics_per_node);
+
+// The NICs per node a multi-node all-reduce's wire rate is spread over: the
+// active RDMA NICs the topology found (fewest over nodes), else one per rank
+// (a GPU per NIC, as rail-optimised GPU nodes are built).
+int wire_nics_per_node(const std::optional<ClusterTopology>& topology, int ranks_per_node);
 
 }  // namespace fabricbench
