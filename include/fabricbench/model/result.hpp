@@ -81,7 +81,7 @@ struct RunResult {
   std::optional<ClusterTopology> topology;    // the topology probe, when it ran
   std::optional<HealthResult> health;         // the quick pass, when it ran
   std::optional<BudgetRecord> budget;         // with --budget: the shares and what was cut
-  // Placement and storage (engine/placement.hpp, engine/storage.hpp).
+  // Placement and storage (records/placement.hpp, records/storage.hpp).
   std::optional<IslandsResult> islands;      // latency islands, from the pair matrix
   std::optional<BisectionResult> bisection;  // the bisection test
   std::optional<StorageResult> storage;      // shared storage from every node at once

@@ -1,8 +1,9 @@
 #pragma once
 // The JSON "topology" section and its reading back, which gathering uses:
-// here, below engine and model, because the probe's gather sends each node's
-// record as this JSON. One field list per record (in topology_writers.cpp,
-// walked by core/json_fields.hpp) drives both directions.
+// here with the records, below the probes and model, because the probe's
+// gather sends each node's record as this JSON. One field list per record
+// (in topology_json.cpp, walked by core/json_fields.hpp) drives both
+// directions.
 // The human summary is output/topology_summary.hpp.
 
 #include <nlohmann/json.hpp>
