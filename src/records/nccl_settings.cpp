@@ -1,32 +1,10 @@
 #include "fabricbench/records/nccl_settings.hpp"
 
-#include <cctype>
-#include <charconv>
 #include <string_view>
 
+#include "fabricbench/core/text.hpp"
+
 namespace fabricbench {
-namespace {
-
-std::string trim(std::string_view text) {
-  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  std::size_t b = 0;
-  std::size_t e = text.size();
-  while (b < e && space(text[b])) ++b;
-  while (e > b && space(text[e - 1])) --e;
-  return std::string(text.substr(b, e - b));
-}
-
-std::optional<int> to_int(std::string_view text) {
-  int v = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
-bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
-
-}  // namespace
-
 DeviceList parse_device_list(const std::string& text) {
   DeviceList list;
   std::string_view t = text;
@@ -47,7 +25,7 @@ DeviceList parse_device_list(const std::string& text) {
       DeviceList::Entry e;
       const auto colon = item.find(':');
       e.name = item.substr(0, colon);
-      if (colon != std::string::npos) e.port = to_int(item.substr(colon + 1));
+      if (colon != std::string::npos) e.port = whole_int(item.substr(colon + 1));
       list.entries.push_back(std::move(e));
     }
     if (comma == std::string_view::npos) break;
@@ -59,7 +37,7 @@ DeviceList parse_device_list(const std::string& text) {
 bool selects(const DeviceList& list, const std::string& name, std::optional<int> port) {
   bool matched = false;
   for (const DeviceList::Entry& e : list.entries) {
-    const bool name_ok = list.exact ? name == e.name : starts_with(name, e.name);
+    const bool name_ok = list.exact ? name == e.name : std::string_view(name).starts_with(e.name);
     const bool port_ok = !e.port || !port || *e.port == *port;
     if (name_ok && port_ok) matched = true;
   }

@@ -18,6 +18,7 @@
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/byte_strings.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/text.hpp"
 #include "fabricbench/records/topology_json.hpp"
 #include "fabricbench/topology/detail/sysfs_files.hpp"
 
@@ -35,7 +36,6 @@ namespace {
 constexpr std::size_t max_text_bytes = 1 << 20;
 
 using detail::list_dir;
-using detail::trim;
 
 // A small text file, whole; empty when it cannot be read, is not a regular
 // file or is larger than expected.
@@ -51,37 +51,28 @@ std::optional<std::string> read_trimmed(const fs::path& path) {
   return t;
 }
 
-std::optional<int> to_int(std::string_view text) {
-  int v = 0;
-  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
-  return v;
-}
-
-bool starts_with(std::string_view text, std::string_view prefix) { return text.substr(0, prefix.size()) == prefix; }
-
 // An absolute system path read under the injected root.
 fs::path under(const fs::path& root, const fs::path& absolute) { return root / absolute.relative_path(); }
 
 // Launcher bookkeeping that differs between ranks by design, not settings.
 bool is_launcher_variable(std::string_view name) {
-  if (!starts_with(name, "OMPI_")) return false;
-  if (!starts_with(name, "OMPI_MCA_")) return true;  // OMPI_COMM_WORLD_RANK, OMPI_ARGV, ...
+  if (!name.starts_with("OMPI_")) return false;
+  if (!name.starts_with("OMPI_MCA_")) return true;  // OMPI_COMM_WORLD_RANK, OMPI_ARGV, ...
   for (const std::string_view own : {"OMPI_MCA_orte_", "OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_MCA_prte_",
                                      "OMPI_MCA_initial_wdir", "OMPI_MCA_shmem_RUNTIME_QUERY_hint"})
-    if (starts_with(name, own)) return true;
+    if (name.starts_with(own)) return true;
   return false;
 }
 
 bool is_compared_variable(std::string_view name) {
   for (const std::string_view prefix : {"NCCL_", "UCX_", "OMPI_", "FI_"})
-    if (starts_with(name, prefix)) return !is_launcher_variable(name);
+    if (name.starts_with(prefix)) return !is_launcher_variable(name);
   return false;
 }
 
 std::optional<std::string> env_value(const std::vector<std::string>& environment, std::string_view name) {
   for (const std::string& entry : environment) {
-    if (entry.size() > name.size() && entry[name.size()] == '=' && starts_with(entry, name))
+    if (entry.size() > name.size() && entry[name.size()] == '=' && entry.starts_with(name))
       return entry.substr(name.size() + 1);
   }
   return std::nullopt;
@@ -112,7 +103,7 @@ std::vector<fs::path> glob_one(const fs::path& root, const std::string& pattern)
   const std::string tail = base.substr(star + 1);
   std::vector<fs::path> out;
   for (const std::string& name : list_dir(under(root, p.parent_path())))
-    if (name.size() >= head.size() + tail.size() && starts_with(name, head) &&
+    if (name.size() >= head.size() + tail.size() && name.starts_with(head) &&
         name.compare(name.size() - tail.size(), tail.size(), tail) == 0)
       out.push_back(under(root, p.parent_path() / name));
   return out;
@@ -127,7 +118,7 @@ void read_ld_conf(const fs::path& root, const fs::path& file, std::vector<std::s
   while (std::getline(in, line)) {
     std::string t = trim(line.substr(0, line.find('#')));
     if (t.empty()) continue;
-    if (starts_with(t, "include")) {
+    if (t.starts_with("include")) {
       for (const fs::path& f : glob_one(root, trim(t.substr(7)))) read_ld_conf(root, f, dirs, depth + 1);
     } else if (t[0] == '/') {
       dirs.push_back(t);
@@ -197,7 +188,7 @@ std::optional<std::string> plugin(const fs::path& root, const std::vector<std::s
 
 // "2.21.5" from "libnccl.so.2.21.5".
 std::optional<std::string> version_suffix(const std::string& file, const std::string& stem) {
-  if (!starts_with(file, stem) || file.size() <= stem.size()) return std::nullopt;
+  if (!file.starts_with(stem) || file.size() <= stem.size()) return std::nullopt;
   return file.substr(stem.size());
 }
 
@@ -206,7 +197,7 @@ void probe_net(const ProbeRoots& roots, NodeConfig& c) {
   for (const std::string& name : list_dir(net)) {
     NetInterface i;
     i.name = name;
-    if (const auto mtu = read_trimmed(net / name / "mtu")) i.mtu = to_int(*mtu);
+    if (const auto mtu = read_trimmed(net / name / "mtu")) i.mtu = whole_int(*mtu);
     if (!i.mtu) c.notes.push_back(fmt::format("{} mtu: not readable", name));
     i.operstate = read_trimmed(net / name / "operstate");
     c.interfaces.push_back(std::move(i));
@@ -218,7 +209,7 @@ void probe_rdma(const ProbeRoots& roots, const std::optional<std::string>& gid_i
   for (const std::string& dev : list_dir(ib)) {
     if (const auto fw = read_trimmed(ib / dev / "fw_ver")) c.nic_firmware[dev] = *fw;
     for (const std::string& port : list_dir(ib / dev / "ports")) {
-      const auto n = to_int(port);
+      const auto n = whole_int(port);
       if (!n) continue;
       RdmaPortConfig p;
       p.device = dev;
@@ -237,7 +228,7 @@ void probe_rdma(const ProbeRoots& roots, const std::optional<std::string>& gid_i
       }
       std::sort(p.pkeys.begin(), p.pkeys.end());
       p.pkeys.erase(std::unique(p.pkeys.begin(), p.pkeys.end()), p.pkeys.end());
-      if (gid_index && to_int(*gid_index)) p.gid_type = read_trimmed(dir / "gid_attrs/types" / *gid_index);
+      if (gid_index && whole_int(*gid_index)) p.gid_type = read_trimmed(dir / "gid_attrs/types" / *gid_index);
       c.rdma_ports.push_back(std::move(p));
     }
   }
@@ -285,7 +276,7 @@ NodeConfig probe_config(const ConfigInputs& in) {
   std::set<std::string> found;
   for (const std::string& d : dirs)
     for (const std::string& name : list_dir(under(root, d)))
-      if ((starts_with(name, "libnccl-net") || starts_with(name, "libnccl-tuner")) &&
+      if ((name.starts_with("libnccl-net") || name.starts_with("libnccl-tuner")) &&
           name.find(".so") != std::string::npos)
         found.insert(name);
   c.nccl_plugins_found.assign(found.begin(), found.end());
@@ -360,7 +351,7 @@ std::optional<MemlockLimit> parse_memlock_limit(const std::string& limits) {
   std::string line;
   const std::string key = "Max locked memory";
   while (std::getline(in, line)) {
-    if (!starts_with(line, key)) continue;
+    if (!line.starts_with(key)) continue;
     std::istringstream words(line.substr(key.size()));
     std::string soft;
     if (!(words >> soft)) return std::nullopt;

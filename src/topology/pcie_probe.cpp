@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/text.hpp"
 #include "fabricbench/topology/detail/sysfs_files.hpp"
 
 namespace fabricbench {
@@ -20,7 +21,6 @@ using detail::FileText;
 using detail::is_bus_id;
 using detail::list_dir;
 using detail::Overflow;
-using detail::trim;
 
 // Config space is at most 4 KiB; sysfs text files are small. Longer files are
 // cut there (the hypervisor flag is in the first processor of /proc/cpuinfo).

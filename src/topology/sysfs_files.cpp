@@ -40,15 +40,6 @@ FileText read_small_file(const fs::path& path, std::size_t limit, Overflow overf
   return {std::move(out), {}};
 }
 
-std::string trim(std::string_view text) {
-  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
-  std::size_t b = 0;
-  std::size_t e = text.size();
-  while (b < e && space(text[b])) ++b;
-  while (e > b && space(text[e - 1])) --e;
-  return std::string(text.substr(b, e - b));
-}
-
 std::vector<std::string> list_dir(const fs::path& dir) {
   std::vector<std::string> names;
   std::error_code ec;

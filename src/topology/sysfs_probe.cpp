@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/text.hpp"
 #include "fabricbench/topology/detail/sysfs_files.hpp"
 
 namespace fabricbench {
@@ -20,7 +21,6 @@ namespace {
 using detail::FileText;
 using detail::is_bus_id;
 using detail::list_dir;
-using detail::trim;
 
 // sysfs files are small; anything larger than this is not what we expect.
 constexpr std::size_t max_file_bytes = 1 << 20;

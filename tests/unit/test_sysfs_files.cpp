@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include "fabricbench/core/fd.hpp"
+#include "fabricbench/core/text.hpp"
 #include "scratch_dir.hpp"
 
 namespace fabricbench {
@@ -58,8 +59,8 @@ TEST_F(SysfsFiles, WhatDoesNotReadSaysWhy) {
 }
 
 TEST(SysfsText, TrimListAndBusIds) {
-  EXPECT_EQ(detail::trim(" \t0x10de\r\n"), "0x10de");
-  EXPECT_EQ(detail::trim(" \n "), "");
+  EXPECT_EQ(trim(" \t0x10de\r\n"), "0x10de");
+  EXPECT_EQ(trim(" \n "), "");
   EXPECT_TRUE(detail::is_bus_id("0000:1b:00.0"));
   EXPECT_TRUE(detail::is_bus_id("0000:aB:1f.7"));
   EXPECT_FALSE(detail::is_bus_id("0000:1b:00"));

@@ -30,9 +30,6 @@ enum class Overflow {
 // a root can neither hang nor flood the probe.
 FileText read_small_file(const std::filesystem::path& path, std::size_t limit, Overflow overflow = Overflow::refuse);
 
-// `text` without leading and trailing white space.
-std::string trim(std::string_view text);
-
 // The names in a directory, sorted; empty when it cannot be listed.
 std::vector<std::string> list_dir(const std::filesystem::path& dir);
 

@@ -1,0 +1,24 @@
+#include "fabricbench/core/text.hpp"
+
+#include <cctype>
+#include <charconv>
+
+namespace fabricbench {
+
+std::string trim(std::string_view text) {
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  std::size_t b = 0;
+  std::size_t e = text.size();
+  while (b < e && space(text[b])) ++b;
+  while (e > b && space(text[e - 1])) --e;
+  return std::string(text.substr(b, e - b));
+}
+
+std::optional<int> whole_int(std::string_view text) {
+  int v = 0;
+  const auto [p, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || p != text.data() + text.size()) return std::nullopt;
+  return v;
+}
+
+}  // namespace fabricbench
