@@ -31,11 +31,12 @@
 #include "fabricbench/engine/pairs.hpp"
 #include "fabricbench/engine/scaling.hpp"
 #include "fabricbench/engine/sweep.hpp"
-#include "fabricbench/model/result.hpp"
-#include "fabricbench/model/result_json.hpp"
+#include "fabricbench/output/file_writers.hpp"
 #include "fabricbench/output/printer.hpp"
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/output/sections.hpp"
 #include "fabricbench/records/topology_json.hpp"
+#include "fabricbench/results/result.hpp"
+#include "fabricbench/results/result_json.hpp"
 
 namespace fb = fabricbench;
 
@@ -247,10 +248,10 @@ int main(int argc, char** argv) {
     table.summary(result);
     table_s = seconds_since(t);
     t = std::chrono::steady_clock::now();
-    fb::write_ladder(*result.scaling, table_text);
+    fb::print_ladder(*result.scaling, table_text);
     ladder_s = seconds_since(t);
     t = std::chrono::steady_clock::now();
-    fb::write_pairs(*result.pairs, result.findings, table_text);
+    fb::print_pairs(*result.pairs, result.findings, table_text);
     pairs_s = seconds_since(t);
   }
   const double write_s = json_s + csv_s + table_s + ladder_s + pairs_s;

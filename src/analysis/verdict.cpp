@@ -13,7 +13,7 @@
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/stats.hpp"
-#include "fabricbench/model/schema_validate.hpp"
+#include "fabricbench/results/schema_validate.hpp"
 
 namespace fabricbench {
 namespace {

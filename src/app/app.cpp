@@ -36,9 +36,10 @@
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/storage.hpp"
 #include "fabricbench/engine/sweep.hpp"
+#include "fabricbench/output/file_writers.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/printer.hpp"
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/results/result_json.hpp"
 #include "fabricbench/topology/topology_probe.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)

@@ -11,9 +11,9 @@
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/text_safety.hpp"
-#include "fabricbench/model/reader.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/printer.hpp"
+#include "fabricbench/results/reader.hpp"
 
 namespace fabricbench {
 

@@ -15,9 +15,9 @@
 #include <fmt/format.h>
 
 #include "fabricbench/comm/detail/local_comm_backend.hpp"
+#include "fabricbench/comm/detail/private_folder.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/text_safety.hpp"
-#include "private_folder.hpp"
 
 namespace fabricbench {
 

@@ -1,4 +1,4 @@
-#include "private_folder.hpp"
+#include "fabricbench/comm/detail/private_folder.hpp"
 
 #include <cerrno>
 #include <filesystem>

@@ -2,8 +2,8 @@
 #include <string>
 
 #include "fabricbench/core/text_safety.hpp"
-#include "fabricbench/model/result_csv.hpp"
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/output/file_writers.hpp"
+#include "fabricbench/results/result_csv.hpp"
 
 namespace fabricbench {
 namespace {

@@ -16,7 +16,7 @@
 
 #include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/core/sizes.hpp"
-#include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/file_writers.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 
 namespace fabricbench {

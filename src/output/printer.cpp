@@ -5,8 +5,9 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/output/file_writers.hpp"
 #include "fabricbench/output/output.hpp"
-#include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/sections.hpp"
 #include "fabricbench/output/terminal_stream.hpp"
 
 namespace fabricbench {
@@ -15,7 +16,7 @@ namespace {
 class ReportTextPrinter final : public Printer {
  public:
   explicit ReportTextPrinter(std::ostream& out) : out_(&out) {}
-  void finalize(const Report& report) override { write_report_text(report, *out_); }
+  void finalize(const Report& report) override { print_report(report, *out_); }
 
  private:
   std::ostream* out_;
@@ -230,7 +231,7 @@ void RunSummaryPrinter::finalize(const Report& report) {
   if (r.run.ranks == 1 && !(r.storage && r.records.empty() && !r.pairs && !r.scaling))
     out << fmt::format("# !!! 1 rank: nothing crosses a link; launch with mpirun -np <{}> !!!\n",
                        unit_word(r) == "GPUs" ? "GPUs" : "ranks");
-  write_verdicts(run.verdicts, run.level, out);
+  print_verdicts(run.verdicts, run.level, out);
   if (run.cost) {
     const CostSummary& c = *run.cost;
     const std::string unit = unit_word(r) == "GPUs" ? "GPU" : "rank";

@@ -7,11 +7,9 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
-#include "fabricbench/output/p2p_writer.hpp"
 #include "fabricbench/output/printer.hpp"
-#include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/sections.hpp"
 #include "fabricbench/output/topology_summary.hpp"
-#include "fabricbench/output/writers.hpp"
 
 namespace fabricbench {
 namespace {
@@ -37,7 +35,7 @@ void TerminalPrinter::header(const ToolInfo& tool, const RunInfo& run) {
 
 void TerminalPrinter::topology(const ClusterTopology& topology) { write_topology_summary(topology, *out_); }
 
-void TerminalPrinter::health(const HealthResult& health) { write_health(health, *out_); }
+void TerminalPrinter::health(const HealthResult& health) { print_health(health, *out_); }
 
 void TerminalPrinter::budget_halved(double left_s) { write_budget_halved(left_s, *out_); }
 
@@ -45,34 +43,34 @@ void TerminalPrinter::cut(const Cut& cut) {
   *out_ << fmt::format("# cut ({}): {}: {} {}\n", cut.reason, name(cut.phase), cut.what, cut.action);
 }
 
-void TerminalPrinter::ladder(const ScaleResult& scaling) { write_ladder(scaling, *out_); }
+void TerminalPrinter::ladder(const ScaleResult& scaling) { print_ladder(scaling, *out_); }
 
-void TerminalPrinter::gpu_ladder(const GpuLadderResult& ladder) { write_gpu_ladder(ladder, *out_); }
+void TerminalPrinter::gpu_ladder(const GpuLadderResult& ladder) { print_gpu_ladder(ladder, *out_); }
 
 void TerminalPrinter::p2p_header(const P2PSweepResult& shape, std::span<const P2PTest> tests) {
-  write_p2p_sweep_header(shape, tests, *out_);
+  print_p2p_sweep_header(shape, tests, *out_);
 }
 
-void TerminalPrinter::p2p_row(std::span<const P2PRecord> records) { write_p2p_sweep_row(records, *out_); }
+void TerminalPrinter::p2p_row(std::span<const P2PRecord> records) { print_p2p_sweep_row(records, *out_); }
 
 void TerminalPrinter::pairs(const PairsResult& pairs, const std::vector<Finding>& findings) {
-  write_pairs(pairs, findings, *out_);
+  print_pairs(pairs, findings, *out_);
 }
 
-void TerminalPrinter::islands(const IslandsResult& islands) { write_islands(islands, *out_); }
+void TerminalPrinter::islands(const IslandsResult& islands) { print_islands(islands, *out_); }
 
-void TerminalPrinter::model_parallel(const ModelParallelResult& projection) { write_model_parallel(projection, *out_); }
+void TerminalPrinter::model_parallel(const ModelParallelResult& projection) { print_model_parallel(projection, *out_); }
 
-void TerminalPrinter::bisection(const BisectionResult& bisection) { write_bisection(bisection, *out_); }
+void TerminalPrinter::bisection(const BisectionResult& bisection) { print_bisection(bisection, *out_); }
 
-void TerminalPrinter::storage(const StorageResult& storage) { write_storage(storage, *out_); }
+void TerminalPrinter::storage(const StorageResult& storage) { print_storage(storage, *out_); }
 
 void TerminalPrinter::budget(const BudgetRecord& budget, std::optional<double> duration_s) {
-  write_budget(budget, duration_s, *out_);
+  print_budget(budget, duration_s, *out_);
 }
 
 // The health pass's verdict is its own short answer, so --quiet keeps it whole.
-void QuietPrinter::health(const HealthResult& health) { write_health(health, *out_); }
+void QuietPrinter::health(const HealthResult& health) { print_health(health, *out_); }
 
 void QuietPrinter::budget_halved(double left_s) { write_budget_halved(left_s, *out_); }
 

@@ -1,7 +1,58 @@
 #include "fabricbench/records/pairs.hpp"
 
+#include <cstdint>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/error.hpp"
+
 namespace fabricbench {
 
 std::string_view name(FindingKind kind) { return kind == FindingKind::slow_node ? "slow_node" : "slow_link"; }
+
+std::vector<PairLink> links_of(const PairMatrix& m) {
+  std::vector<PairLink> links;
+  for_each_link(m, [&links](const PairLink& link) { links.push_back(link); });
+  return links;
+}
+
+std::vector<IntraNodeLinks> intra_links_of(const PairsResult& p) {
+  std::vector<IntraNodeLinks> nodes;
+  nodes.reserve(p.intra.size());
+  for (std::size_t n = 0; n < p.intra.size(); ++n)
+    nodes.push_back({n, n < p.hosts.size() ? p.hosts[n] : std::string(), links_of(p.intra[n])});
+  return nodes;
+}
+
+bool has_links(const PairMatrix& m) {
+  for (int from = 0; from < m.size; ++from)
+    for (int to = 0; to < m.size; ++to)
+      if (from != to && (m.bw(from, to) || m.lat(from, to))) return true;
+  return false;
+}
+
+PairMatrix matrix_of(const std::vector<PairLink>& links, int size, const std::string& path) {
+  PairMatrix m(size);
+  for (std::size_t i = 0; i < links.size(); ++i) {
+    const PairLink& link = links[i];
+    if (link.from < 0 || link.to < 0 || link.from >= size || link.to >= size)
+      throw UsageError(
+          fmt::format("{}/{}: a link {} -> {} names a node beyond the {} listed", path, i, link.from, link.to, size));
+    m.bw(link.from, link.to) = link.bandwidth_gbs;
+    m.lat(link.from, link.to) = link.latency_us;
+  }
+  return m;
+}
+
+void check_matrix_sizes(std::size_t nodes, std::size_t intra_nodes, int ranks_per_node) {
+  const auto rpn = static_cast<std::uint64_t>(ranks_per_node < 0 ? 0 : ranks_per_node);
+  const std::uint64_t cells =
+      static_cast<std::uint64_t>(nodes) * nodes + static_cast<std::uint64_t>(intra_nodes) * rpn * rpn;
+  if (cells > max_matrix_cells)
+    throw UsageError(
+        fmt::format("pairs: a matrix of {} nodes and {} nodes of {} ranks is larger than a result may hold "
+                    "({} cells)",
+                    nodes, intra_nodes, ranks_per_node, max_matrix_cells));
+}
 
 }  // namespace fabricbench

@@ -7,7 +7,7 @@
 #include <string_view>
 
 #include "fabricbench/analysis/verdict.hpp"
-#include "fabricbench/model/reader.hpp"
+#include "fabricbench/results/reader.hpp"
 #include "fuzz_support.hpp"
 
 #ifndef FABRICBENCH_GOLDEN_DIR

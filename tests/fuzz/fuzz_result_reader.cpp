@@ -40,8 +40,9 @@
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/text_safety.hpp"
-#include "fabricbench/model/reader.hpp"
-#include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/file_writers.hpp"
+#include "fabricbench/output/sections.hpp"
+#include "fabricbench/results/reader.hpp"
 #include "fuzz_support.hpp"
 
 namespace {
@@ -181,7 +182,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     // What `report` prints: the text passed through terminal_safe, as
     // run_report does (src/app/report_command.cpp).
     std::ostringstream text;
-    write_report_text(report, text);
+    print_report(report, text);
     check_text(terminal_safe(text.str()));
     std::ostringstream csv;
     write_report_csv(report, csv);

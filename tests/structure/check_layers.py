@@ -9,6 +9,10 @@ so `report` and every printer compile against nothing that measures; only
 the app joins them. Inside transport, the seam (transport/*.hpp) knows none
 of its backends, cuda/ knows only the seam, nccl/ the seam and cuda/, mpi/
 only the seam. kernels/*.cu belong to transport/cuda; src/main.cpp to app.
+Private headers have one place: include/fabricbench/<layer>/detail/; src/
+holds sources only, and a source includes every fabricbench header by its
+full name (never "beside_me.hpp"; a generated header in the build tree is
+not a fabricbench header).
 
 Usage: check_layers.py ROOT   (prints one line per bad include, exits 1 if any)
 """
@@ -24,14 +28,16 @@ ALLOWED = {
     "transport": {"core", "records", "comm"},
     "topology": {"core", "records", "comm", "transport"},
     "engine": {"core", "records", "comm", "transport"},
-    "model": {"core", "records"},
-    "analysis": {"core", "records", "model"},
-    "output": {"core", "records", "model", "analysis"},
-    "app": {"core", "records", "comm", "transport", "topology", "engine", "model", "analysis", "output"},
+    "results": {"core", "records"},
+    "analysis": {"core", "records", "results"},
+    "output": {"core", "records", "results", "analysis"},
+    "app": {"core", "records", "comm", "transport", "topology", "engine", "results", "analysis", "output"},
 }
 # Within transport: which parts each part may include.
 TRANSPORT_PARTS = {"": {""}, "cuda": {"", "cuda"}, "nccl": {"", "cuda", "nccl"}, "mpi": {"", "mpi"}}
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"](fabricbench/[^">]+)[">]')
+LOCAL_INCLUDE = re.compile(r'^\s*#\s*include\s*"(?!fabricbench/)([^"]+)"')
+HEADERS = (".hpp", ".h", ".cuh")
 SOURCES = ("*.hpp", "*.cpp", "*.h", "*.cu", "*.cuh", "*.in")
 
 
@@ -71,7 +77,14 @@ def check(root):
             problems.append(f"{rel}: is in no layer (expected include/fabricbench/<layer>/ or src/<layer>/)")
             continue
         layer, part = who
+        if rel.startswith("src/") and path.suffix in HEADERS:
+            problems.append(f"{rel}: a header in src/ (private headers go in include/fabricbench/{layer}/detail/)")
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+            local = LOCAL_INCLUDE.match(line)
+            if local and not rel.startswith("include/") and (path.parent / local.group(1)).exists():
+                problems.append(f"{rel}:{number}: includes \"{local.group(1)}\" by a relative name "
+                                f"(include it as fabricbench/<layer>/...)")
+                continue
             match = INCLUDE.match(line)
             if not match:
                 continue

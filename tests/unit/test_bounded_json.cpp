@@ -8,7 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "fabricbench/core/error.hpp"
-#include "fabricbench/model/schema_validate.hpp"
+#include "fabricbench/results/schema_validate.hpp"
 
 namespace fabricbench {
 namespace {

@@ -13,9 +13,10 @@
 #include "fabricbench/analysis/wire_rate.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/engine/sweep.hpp"
-#include "fabricbench/model/reader.hpp"
+#include "fabricbench/output/file_writers.hpp"
 #include "fabricbench/output/printer.hpp"
-#include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/sections.hpp"
+#include "fabricbench/results/reader.hpp"
 
 namespace fabricbench {
 namespace {
@@ -236,7 +237,7 @@ TEST(AlgorithmInOutput, TableReportAndHtmlShowTheChoiceAndTheWireRate) {
   std::vector<ReportRun> runs{{"a.json", r, {}, Level::ok, {}}};
   const Report report = build_report(std::move(runs), {}, builtin_expectations());
   std::ostringstream text;
-  write_report_text(report, text);
+  print_report(report, text);
   EXPECT_NE(text.str().find("RING/SIMPLE     46.25"), std::string::npos) << text.str();
   EXPECT_NE(text.str().find("(reference h100-2node-8x-ndr400-allreduce-ring, from 1 GiB)"), std::string::npos);
   std::ostringstream html;

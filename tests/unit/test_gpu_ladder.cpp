@@ -13,10 +13,10 @@
 #include "fabricbench/app/cli.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
-#include "fabricbench/model/result_json.hpp"
-#include "fabricbench/model/schema_validate.hpp"
-#include "fabricbench/output/report_writers.hpp"
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/output/file_writers.hpp"
+#include "fabricbench/output/sections.hpp"
+#include "fabricbench/results/result_json.hpp"
+#include "fabricbench/results/schema_validate.hpp"
 #include "fabricbench/topology/gpu_probe.hpp"
 #include "fabricbench/topology/sysfs_probe.hpp"
 #include "fabricbench/topology/topology_probe.hpp"
@@ -315,7 +315,7 @@ TEST(GpuLadder, ReportTextAndHtmlShowTheLadderAndItsChart) {
   runs.push_back({"run.json", r, {}, Level::ok, {}});
   const Report report = build_report(std::move(runs), {}, builtin_expectations());
   std::ostringstream text;
-  write_report_text(report, text);
+  print_report(report, text);
   EXPECT_NE(text.str().find("# GPU-count ladder inside each node (8 GPUs per node"), std::string::npos);
   EXPECT_NE(text.str().find("# cheapest per job: 4 GPUs (16 per job)"), std::string::npos);
   std::ostringstream html;
@@ -341,7 +341,7 @@ TEST(GpuLadder, ReportTextAndHtmlShowTheLadderAndItsChart) {
 
 TEST(GpuLadder, TableNamesTheCheapestAndTheFastest) {
   std::ostringstream out;
-  write_gpu_ladder(full_ladder(), out);
+  print_gpu_ladder(full_ladder(), out);
   const std::string text = out.str();
   EXPECT_NE(text.find("# GPU-count ladder inside each node (8 GPUs per node"), std::string::npos) << text;
   EXPECT_NE(text.find("allreduce"), std::string::npos);

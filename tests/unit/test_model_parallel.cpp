@@ -11,9 +11,9 @@
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/app/cli.hpp"
 #include "fabricbench/core/error.hpp"
-#include "fabricbench/model/reader.hpp"
-#include "fabricbench/model/result_json.hpp"
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/output/sections.hpp"
+#include "fabricbench/results/reader.hpp"
+#include "fabricbench/results/result_json.hpp"
 
 namespace fabricbench {
 namespace {
@@ -255,7 +255,7 @@ TEST(ModelParallel, CostOfAThousandStepsAndTheTextTable) {
   EXPECT_NEAR(by_node->model_parallel->per_1000_steps, 48.0 / 3600 * 2 * 20, 1e-12);
 
   std::ostringstream text;
-  write_model_parallel(m, text);
+  print_model_parallel(m, text);
   EXPECT_NE(text.str().find("tp 2 x pp 2 x dp 2 on 8 ranks (2 nodes)"), std::string::npos) << text.str();
   EXPECT_NE(
       text.str().find("      30.000        6.400        2.000        9.600      20.0%     48.000      5.00      62.5%"),
@@ -264,7 +264,7 @@ TEST(ModelParallel, CostOfAThousandStepsAndTheTextTable) {
   m.projection.reset();
   m.skipped = "the pair matrix has no figure for a <-> b";
   std::ostringstream skipped;
-  write_model_parallel(m, skipped);
+  print_model_parallel(m, skipped);
   EXPECT_NE(skipped.str().find("# skipped: the pair matrix has no figure for a <-> b"), std::string::npos);
   r.model_parallel = m;
   EXPECT_FALSE(cost_of(r, PriceInfo{2.5, std::nullopt})->model_parallel);  // no step, no cost

@@ -1,5 +1,6 @@
 #include "fabricbench/analysis/report.hpp"
-#include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/file_writers.hpp"
+#include "fabricbench/output/sections.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,8 +14,8 @@
 
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/stats.hpp"
-#include "fabricbench/model/reader.hpp"
-#include "fabricbench/model/schema_validate.hpp"
+#include "fabricbench/results/reader.hpp"
+#include "fabricbench/results/schema_validate.hpp"
 
 namespace fabricbench {
 namespace {
@@ -364,7 +365,7 @@ TEST(Report, ComparisonAggregatesRunsOfOneCluster) {
   EXPECT_EQ(r.level, Level::warn);  // the slow link and the anomaly in B
   EXPECT_EQ(r.exit_code, 0);
   std::ostringstream text, csv, html;
-  write_report_text(r, text);
+  print_report(r, text);
   write_report_csv(r, csv);
   write_report_html(r, html);
   expect_golden("report_compare.txt", text.str());
@@ -488,7 +489,7 @@ TEST(Report, HtmlDrawsAHugeFigureWithFiniteCoordinates) {
 TEST(Report, SingleRunTablesAndCsv) {
   const Report r = fixture_report({}, {"result.json"});
   std::ostringstream text, csv;
-  write_report_text(r, text);
+  print_report(r, text);
   write_report_csv(r, csv);
   expect_golden("report_single.txt", text.str());
   EXPECT_EQ(csv.str(), slurp(golden_path("result.csv")));  // the same CSV `run --csv` writes

@@ -2,7 +2,7 @@
 // emits and what the schema describes agree both ways, files read back and
 // write out byte for byte, and the CSV's columns are the JSON's names.
 
-#include "fabricbench/model/result_json.hpp"
+#include "fabricbench/results/result_json.hpp"
 
 #include <fstream>
 #include <functional>
@@ -17,10 +17,10 @@
 #include "fabricbench/analysis/ladders.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/json_layout.hpp"
-#include "fabricbench/model/reader.hpp"
-#include "fabricbench/model/result_csv.hpp"
-#include "fabricbench/model/schema_validate.hpp"
 #include "fabricbench/records/topology_json.hpp"
+#include "fabricbench/results/reader.hpp"
+#include "fabricbench/results/result_csv.hpp"
+#include "fabricbench/results/schema_validate.hpp"
 
 namespace fabricbench {
 namespace {

@@ -1,4 +1,4 @@
-#include "fabricbench/model/schema_validate.hpp"
+#include "fabricbench/results/schema_validate.hpp"
 
 #include <memory>
 #include <stdexcept>

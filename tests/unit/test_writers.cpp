@@ -1,4 +1,5 @@
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/output/file_writers.hpp"
+#include "fabricbench/results/result_json.hpp"
 
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/output/printer.hpp"

@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include "fabricbench/model/result.hpp"
 #include "fabricbench/records/pairs.hpp"
 #include "fabricbench/records/placement.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 

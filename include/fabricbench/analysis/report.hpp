@@ -14,7 +14,7 @@
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/core/stats.hpp"
-#include "fabricbench/model/result.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 

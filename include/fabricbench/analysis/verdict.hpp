@@ -18,7 +18,7 @@
 #include <vector>
 
 #include "fabricbench/core/name_table.hpp"
-#include "fabricbench/model/result.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 

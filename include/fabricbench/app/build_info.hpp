@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "fabricbench/model/result.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 

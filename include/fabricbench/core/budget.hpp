@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/core/field_list.hpp"
+
 namespace fabricbench {
 
 using SteadyClock = std::chrono::steady_clock;
@@ -101,5 +103,39 @@ class Window {
 // A duration as typed: a number with an optional unit s, m or h ("90",
 // "90s", "5m", "1.5h"); nullopt when it is not one or not above zero.
 std::optional<double> parse_duration_s(std::string_view text);
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+inline std::optional<Phase> from_name(std::string_view text, fields::tag<Phase>) {
+  for (const Phase p : {Phase::health, Phase::sweep, Phase::ladder, Phase::gpu_ladder, Phase::pairs})
+    if (text == name(p)) return p;
+  return std::nullopt;
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PhaseSpend>
+void fields_of(Self& p, Field&& field) {
+  field("phase", p.phase);
+  field("share_s", p.share_s);
+  field("used_s", p.used_s);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, Cut>
+void fields_of(Self& c, Field&& field) {
+  field("phase", c.phase);
+  field("what", c.what);
+  field("action", c.action);
+  field("reason", c.reason);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, BudgetRecord>
+void fields_of(Self& b, Field&& field) {
+  field("seconds", b.seconds);
+  field("shortened_at_s", fields::omitted(b.shortened_at_s));
+  field("phases", b.phases);
+  field("cuts", b.cuts);
+}
 
 }  // namespace fabricbench

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/core/field_list.hpp"
 #include "fabricbench/core/types.hpp"
 
 namespace fabricbench {
@@ -221,6 +222,14 @@ std::optional<Enum> parse_choice(std::string_view text) {
   for (const auto& [label, v] : choice_names(Enum{}))
     if (label == text) return v;
   return std::nullopt;
+}
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+inline std::string_view name(RankTime choice) { return choice_name(choice); }
+
+inline std::optional<RankTime> from_name(std::string_view text, fields::tag<RankTime>) {
+  return parse_choice<RankTime>(text);
 }
 
 }  // namespace fabricbench

@@ -1,26 +1,7 @@
 #pragma once
-// One field list per record drives its JSON form both ways. A record lists
-// its members once, in key order, with a free function found by ADL:
-//
-//   template <class Self, class Field>  // Self: T or const T
-//   void fields_of(Self& t, Field&& field) {
-//     field("time_us", t.time_us);
-//     field("wrong", t.wrong);  // std::optional: null when empty
-//   }
-//
-// The writer walks it with const members, the reader with mutable ones, and
-// a flat form (model's CSV columns) walks it for names and cells; so a new
-// member is one line here and one in the schema. Three wrappers mark the
-// members whose JSON form is not their C++ form:
-//   empty_as_null(s)   an empty string is written as null, null reads as ""
-//   omitted(v)         left out when empty (optional, string or vector);
-//                      absent reads as empty
-//   inlined(opt)       an optional record whose members sit in the parent
-//                      object when it has a value; it reads as present when
-//                      any of its keys is
-//   written(v)         derived from other members: written, not read back
-// Enums are written by `name(e)` and read by `from_name(text, tag<E>)`, both
-// found by ADL. Integers are range-checked in the type they are read into
+// The walkers of the field lists (core/field_list.hpp says how a record
+// lists its members): a record to JSON and back, strict or lenient, and the
+// keys of a list. Integers are range-checked in the type they are read into
 // (checked_integer, core/bounded_json.hpp).
 
 #include <cstddef>
@@ -39,48 +20,9 @@
 
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/field_list.hpp"
 
 namespace fabricbench::fields {
-
-template <class T>
-struct EmptyAsNull {
-  T& value;
-};
-template <class T>
-struct Omitted {
-  T& value;
-};
-template <class T>
-struct Inlined {
-  T& value;
-};
-template <class T>
-struct Written {
-  T value;
-};
-
-template <class T>
-EmptyAsNull<T> empty_as_null(T& value) {
-  return {value};
-}
-template <class T>
-Omitted<T> omitted(T& value) {
-  return {value};
-}
-template <class T>
-Inlined<T> inlined(T& value) {
-  return {value};
-}
-// A value derived from other members: written for the reader's sake, not
-// read back.
-template <class T>
-Written<T> written(T value) {
-  return {std::move(value)};
-}
-
-// The tag `from_name` overloads take: from_name(std::string_view, tag<Op>).
-template <class E>
-struct tag {};
 
 template <class T>
 struct is_optional : std::false_type {};
@@ -137,12 +79,24 @@ struct Writer {
     if (!is_empty(v.value)) out[key] = to_value(v.value);
   }
   template <class T>
+  void operator()(const char* key, OnlyIf<T> v) const {
+    if (v.when) out[key] = to_value(v.value);
+  }
+  template <class T>
   void operator()(Inlined<T> v) const {
-    if (v.value) fields_of(*v.value, *this);
+    if constexpr (is_optional<std::remove_const_t<T>>::value) {
+      if (v.value) fields_of(*v.value, *this);
+    } else {
+      fields_of(v.value, *this);
+    }
   }
   template <class T>
   void operator()(const char* key, const Written<T>& v) const {
     out[key] = to_value(v.value);
+  }
+  template <class T, class To, class From>
+  void operator()(const char* key, const Converted<T, To, From>& c) const {
+    out[key] = to_value(c.to(c.value));
   }
 };
 
@@ -196,8 +150,14 @@ struct KeyCollector {
   }
   template <class T>
   void operator()(Inlined<T> /*inlined*/) const {
-    typename std::remove_const_t<T>::value_type inner{};
-    fields_of(inner, *this);
+    using Record = std::remove_const_t<T>;
+    if constexpr (is_optional<Record>::value) {
+      typename Record::value_type inner{};
+      fields_of(inner, *this);
+    } else {
+      Record inner{};
+      fields_of(inner, *this);
+    }
   }
 };
 
@@ -237,16 +197,51 @@ struct Reader {
     if (const auto it = in.find(key); it != in.end()) read(*it, v.value, join(path, key));
   }
   template <class T>
+  void operator()(const char* key, OnlyIf<T> v) const {
+    if (const auto it = in.find(key); it != in.end()) read(*it, v.value, join(path, key));
+  }
+  template <class T>
   void operator()(const char*, const Written<T>&) const {}
   template <class T>
   void operator()(Inlined<T> v) const {
-    using Inner = typename T::value_type;
-    bool present = false;
-    for (const std::string& key : keys_of<Inner>()) present = present || in.contains(key);
-    if (!present) return;
-    Inner inner{};
-    fields_of(inner, *this);
-    v.value = std::move(inner);
+    if constexpr (is_optional<T>::value) {
+      using Inner = typename T::value_type;
+      bool present = false;
+      for (const std::string& key : keys_of<Inner>()) present = present || in.contains(key);
+      if (!present) return;
+      Inner inner{};
+      fields_of(inner, *this);
+      v.value = std::move(inner);
+    } else {
+      fields_of(v.value, *this);
+    }
+  }
+  // An absent key reads as an empty form when the form is optional.
+  template <class T, class To, class From>
+  void operator()(const char* key, const Converted<T, To, From>& c) const {
+    using Form = std::decay_t<decltype(c.to(c.value))>;
+    const std::string where = join(path, key);
+    Form form{};
+    if (const auto it = in.find(key); it != in.end()) {
+      if (mode == Mode::strict) {
+        from_value(*it, form, where, mode);
+      } else {
+        try {
+          from_value(*it, form, where, mode);
+        } catch (const UsageError&) {
+          return;  // as good as absent
+        }
+      }
+    } else if (!is_optional<Form>::value) {
+      if (mode == Mode::lenient) return;
+      fail(where, "missing");
+    }
+    if (mode == Mode::strict) return c.from(form, c.value, where);
+    try {
+      c.from(form, c.value, where);
+    } catch (const UsageError&) {
+      // as good as absent
+    }
   }
 
  private:

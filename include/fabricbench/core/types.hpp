@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/core/field_list.hpp"
+
 namespace fabricbench {
 
 enum class Op { allreduce, allgather, reducescatter, broadcast, reduce, alltoall, sendrecv };
@@ -80,5 +82,29 @@ inline constexpr std::size_t per_rank_align_bytes = 16;
 // multiple of the element size (the CLI checks); per-rank ops round down to
 // per_rank_align_bytes per rank.
 Counts counts_for(Op op, DType dtype, std::size_t bytes, int nranks);
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+inline std::optional<Op> from_name(std::string_view text, fields::tag<Op>) { return parse_op(text); }
+
+inline std::optional<DType> from_name(std::string_view text, fields::tag<DType>) {
+  // Only the names this build writes: an alias ("double") is command-line spelling.
+  const std::optional<DType> d = parse_dtype(text);
+  return d && name(*d) == text ? d : std::nullopt;
+}
+
+inline std::optional<RedOp> from_name(std::string_view text, fields::tag<RedOp>) { return parse_redop(text); }
+
+inline std::optional<Placement> from_name(std::string_view text, fields::tag<Placement>) {
+  for (const Placement p : {Placement::out_of_place, Placement::in_place})
+    if (text == name(p)) return p;
+  return std::nullopt;
+}
+
+inline std::optional<P2PTest> from_name(std::string_view text, fields::tag<P2PTest>) {
+  // Only the names this build writes.
+  const std::optional<P2PTest> t = parse_p2p_test(text);
+  return t && name(*t) == text ? t : std::nullopt;
+}
 
 }  // namespace fabricbench

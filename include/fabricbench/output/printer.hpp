@@ -19,7 +19,7 @@
 
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/core/config.hpp"
-#include "fabricbench/model/result.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 

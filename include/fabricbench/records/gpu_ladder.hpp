@@ -9,6 +9,7 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/core/field_list.hpp"
 #include "fabricbench/core/types.hpp"
 #include "fabricbench/records/scaling.hpp"
 
@@ -93,5 +94,77 @@ double job_hours(std::int64_t steps, double step_ms);
 
 // The one label of a level, wherever it is shown: "4 GPUs closest".
 std::string gpu_level_label(int gpus, GpuSetChoice choice);
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+inline std::optional<GpuSetChoice> from_name(std::string_view text, fields::tag<GpuSetChoice>) {
+  return parse_gpu_set_choice(text);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, GpuSetResult>
+void fields_of(Self& s, Field&& field) {
+  field("node", s.node);
+  field("host", s.host);
+  field("gpus", s.gpus);
+  field("path", s.path);
+  field("time_us", s.time_us);
+  field("busbw_gbs", s.busbw_gbs);
+  field("wrong", s.wrong);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, GpuLevelResult>
+void fields_of(Self& l, Field&& field) {
+  field("gpus", l.gpus);
+  field("choice", l.choice);
+  field("op", l.op);
+  field("bytes", l.bytes);
+  field("path", l.path);
+  field("sets", l.sets);
+  field("busbw_min_gbs", l.busbw_min_gbs);
+  field("busbw_median_gbs", l.busbw_median_gbs);
+  field("efficiency", l.efficiency);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, GpuProjectionPoint>
+void fields_of(Self& p, Field&& field) {
+  field("gpus", p.gpus);
+  field("choice", p.choice);
+  field("comm_ms", p.comm_ms);
+  field("step_ms", p.step_ms);
+  field("speedup", p.speedup);
+  field("efficiency", p.efficiency);
+  field("job_hours", p.job_hours);
+  field("cost_per_job", p.cost_per_job);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, ServerCost>
+void fields_of(Self& c, Field&& field) {
+  field("gpus", c.gpus);
+  field("price_per_hour", c.price_per_hour);
+  field("job_hours", c.job_hours);
+  field("cost_per_job", c.cost_per_job);
+  field("why_not", fields::empty_as_null(c.why_not));
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, GpuLadderResult>
+void fields_of(Self& g, Field&& field) {
+  field("gpus_per_node", g.gpus_per_node);
+  field("bytes", g.bytes);
+  field("from_topology", g.from_topology);
+  field("note", fields::empty_as_null(g.note));
+  field("levels", g.levels);
+  field("projection_input", g.projection_input);
+  field("steps", g.steps);
+  field("projection", g.projection);
+  field("price_per_gpu_hour", g.price_per_gpu_hour);
+  field("servers", g.servers);
+  field("cheapest_gpus", g.cheapest_gpus);
+  field("fastest_gpus", g.fastest_gpus);
+}
 
 }  // namespace fabricbench

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fabricbench/core/config.hpp"
+#include "fabricbench/core/field_list.hpp"
 #include "fabricbench/core/types.hpp"
 
 namespace fabricbench {
@@ -71,5 +72,64 @@ std::optional<std::size_t> activation_bytes(const ModelParallelConfig& config);
 
 // The stage-to-stage transfer: latency + bytes / bandwidth (GB/s), in us.
 double pp_transfer_us(double latency_us, double bandwidth_gbs, std::size_t bytes);
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, TpAllReduce>
+void fields_of(Self& t, Field&& field) {
+  field("bytes", t.bytes);
+  field("dtype", t.dtype);
+  field("ranks", t.ranks);
+  field("groups", t.groups);
+  field("time_us", t.time_us);
+  field("time_max_us", t.time_max_us);
+  field("wrong", t.wrong);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PpLink>
+void fields_of(Self& l, Field&& field) {
+  field("from", l.from);
+  field("to", l.to);
+  field("latency_us", l.latency_us);
+  field("bandwidth_gbs", l.bandwidth_gbs);
+  field("transfer_us", l.transfer_us);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, ModelParallelPoint>
+void fields_of(Self& p, Field&& field) {
+  field("compute_ms", p.compute_ms);
+  field("tp_comm_ms", p.tp_comm_ms);
+  field("pp_comm_ms", p.pp_comm_ms);
+  field("bubble_ms", p.bubble_ms);
+  field("bubble_fraction", p.bubble_fraction);
+  field("step_ms", p.step_ms);
+  field("speedup", p.speedup);
+  field("efficiency", p.efficiency);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, ModelParallelResult>
+void fields_of(Self& m, Field&& field) {
+  field("tp", m.tp);
+  field("pp", m.pp);
+  field("dp", m.dp);
+  field("nodes", m.nodes);
+  field("gpus", m.gpus);
+  field("hidden", m.hidden);
+  field("seq", m.seq);
+  field("micro_batch", m.micro_batch);
+  field("micro_batches", m.micro_batches);
+  field("layers", m.layers);
+  field("dtype", m.dtype);
+  field("compute_ms", m.compute_ms);
+  field("activation_bytes", m.activation_bytes);
+  field("tp_allreduce", m.tp_allreduce);
+  field("pp_link", m.pp_link);
+  field("projection", m.projection);
+  field("skipped", fields::omitted(m.skipped));
+}
 
 }  // namespace fabricbench

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fabricbench/core/config.hpp"
+#include "fabricbench/core/field_list.hpp"
 
 namespace fabricbench {
 
@@ -32,5 +33,30 @@ struct P2PSweepResult {
   std::vector<P2PRecord> records;  // by size, then test
   std::uint64_t wrong = 0;
 };
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, P2PRecord>
+void fields_of(Self& r, Field&& field) {
+  field("test", r.test);
+  field("bytes", r.bytes);
+  field("window", r.window);
+  field("time_us", r.time_us);
+  field("latency_us", r.latency_us);
+  field("bandwidth_gbs", r.bandwidth_gbs);
+  field("iterations", r.iterations);
+  field("wrong", r.wrong);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, P2PSweepResult>
+void fields_of(Self& p, Field&& field) {
+  field("ranks", p.ranks);
+  field("hosts", p.hosts);
+  field("window", p.window);
+  field("records", p.records);
+  field("wrong", p.wrong);
+}
 
 }  // namespace fabricbench

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fabricbench/core/field_list.hpp"
+
 namespace fabricbench {
 
 // A matrix over members (nodes, or local ranks) with "not measured" distinct
@@ -18,7 +20,8 @@ struct PairMatrix {
   int size = 0;
   std::vector<std::optional<double>> bandwidth_gbs;  // [from * size + to]
   std::vector<std::optional<double>> latency_us;
-  explicit PairMatrix(int n = 0)
+  PairMatrix() = default;
+  explicit PairMatrix(int n)
       : size(n),
         bandwidth_gbs(static_cast<std::size_t>(n) * static_cast<std::size_t>(n)),
         latency_us(static_cast<std::size_t>(n) * static_cast<std::size_t>(n)) {}
@@ -52,6 +55,47 @@ struct PairsResult {
   std::uint64_t wrong = 0;        // wrong elements over all rounds
 };
 
+// A matrix's JSON form is the list of its measured links (a link measured
+// in either figure), from row to row: a matrix of 512 nodes is mostly the
+// links that were measured, not the 262,144 cells.
+struct PairLink {
+  int from = 0;
+  int to = 0;
+  std::optional<double> bandwidth_gbs;
+  std::optional<double> latency_us;
+};
+
+// One node's links within it, as `pairs.intra_node` lists them.
+struct IntraNodeLinks {
+  std::size_t node = 0;
+  std::string host;
+  std::vector<PairLink> links;
+};
+
+template <class Put>
+void for_each_link(const PairMatrix& m, Put&& put) {
+  for (int from = 0; from < m.size; ++from)
+    for (int to = 0; to < m.size; ++to)
+      if (from != to && (m.bw(from, to) || m.lat(from, to))) put(PairLink{from, to, m.bw(from, to), m.lat(from, to)});
+}
+std::vector<PairLink> links_of(const PairMatrix& m);
+std::vector<IntraNodeLinks> intra_links_of(const PairsResult& p);
+bool has_links(const PairMatrix& m);
+
+// The matrix of `size` members the links fill; a link naming a member
+// beyond them is a UsageError naming `path`.
+PairMatrix matrix_of(const std::vector<PairLink>& links, int size, const std::string& path);
+
+// The most pair-matrix cells a file may make the reader allocate (nodes^2
+// plus each node's ranks^2): a 2,048-node matrix, 64 MiB of memory. Beyond
+// it a few bytes of JSON ("ranks_per_node": 2147483647) would cost
+// gigabytes.
+inline constexpr std::size_t max_matrix_cells = std::size_t{1} << 22;
+
+// Throws UsageError "pairs: a matrix of N nodes and M x R ranks is larger
+// than ..." before the matrices are allocated.
+void check_matrix_sizes(std::size_t nodes, std::size_t intra_nodes, int ranks_per_node);
+
 enum class FindingKind { slow_node, slow_link };
 
 struct Finding {
@@ -64,5 +108,76 @@ struct Finding {
 };
 
 std::string_view name(FindingKind kind);
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+inline std::optional<FindingKind> from_name(std::string_view text, fields::tag<FindingKind>) {
+  for (const FindingKind k : {FindingKind::slow_node, FindingKind::slow_link})
+    if (text == name(k)) return k;
+  return std::nullopt;
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PairLink>
+void fields_of(Self& l, Field&& field) {
+  field("from", l.from);
+  field("to", l.to);
+  field("bandwidth_gbs", l.bandwidth_gbs);
+  field("latency_us", l.latency_us);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, IntraNodeLinks>
+void fields_of(Self& n, Field&& field) {
+  field("node", n.node);
+  field("host", n.host);
+  field("links", n.links);
+}
+
+// The seed only in random mode; rounds_planned, absent from files written
+// before the budget could cut rounds, reads as the rounds that ran.
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PairsResult>
+void fields_of(Self& p, Field&& field) {
+  field("bytes", p.bytes);
+  field("small_bytes", p.small_bytes);
+  field("rounds", p.rounds);
+  field("mode", fields::omitted(p.mode));
+  field("seed", fields::only_if(p.mode == "random", p.seed));
+  field("rounds_planned", fields::converted(
+                              p.rounds_planned, [](int planned) { return std::optional<int>(planned); },
+                              [&p](const std::optional<int>& planned, auto& out, const std::string&) {
+                                out = planned ? *planned : static_cast<int>(p.rounds.size());
+                              }));
+  field("ranks_per_node", p.ranks_per_node);
+  field("hosts", p.hosts);
+  field("links", fields::converted(
+                     p.nodes, [](const PairMatrix& m) { return links_of(m); },
+                     [&p](const std::vector<PairLink>& links, auto& out, const std::string& path) {
+                       check_matrix_sizes(p.hosts.size(), 0, p.ranks_per_node);
+                       out = matrix_of(links, static_cast<int>(p.hosts.size()), path);
+                     }));
+  field("intra_node",
+        fields::converted(
+            p.intra, [&p](const std::vector<PairMatrix>&) { return intra_links_of(p); },
+            [&p](const std::vector<IntraNodeLinks>& nodes, auto& out, const std::string& path) {
+              check_matrix_sizes(p.hosts.size(), nodes.size(), p.ranks_per_node);
+              out.clear();
+              for (std::size_t n = 0; n < nodes.size(); ++n)
+                out.push_back(matrix_of(nodes[n].links, p.ranks_per_node, path + "/" + std::to_string(n) + "/links"));
+            }));
+  field("wrong", p.wrong);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, Finding>
+void fields_of(Self& f, Field&& field) {
+  field("kind", f.kind);
+  field("nodes", f.nodes);
+  field("hosts", f.hosts);
+  field("value_gbs", f.value_gbs);
+  field("reference_gbs", f.reference_gbs);
+  field("message", f.message);
+}
 
 }  // namespace fabricbench

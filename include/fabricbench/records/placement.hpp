@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/core/field_list.hpp"
 #include "fabricbench/records/pairs.hpp"
 
 namespace fabricbench {
@@ -68,5 +69,62 @@ struct BisectionResult {
   std::string message;
   std::uint64_t wrong = 0;
 };
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, LatencyIsland>
+void fields_of(Self& i, Field&& field) {
+  field("name", i.name);
+  field("nodes", i.nodes);
+  field("hosts", i.hosts);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, IslandsResult>
+void fields_of(Self& r, Field&& field) {
+  field("islands", r.islands);
+  field("in_island_latency_us", r.in_island_latency_us);
+  field("cross_island_latency_us", r.cross_island_latency_us);
+  field("ratio", r.ratio);
+  field("min_ratio", r.min_ratio);
+  field("message", r.message);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, BisectionPair>
+void fields_of(Self& p, Field&& field) {
+  field("a", p.a);
+  field("b", p.b);
+  field("host_a", p.host_a);
+  field("host_b", p.host_b);
+  field("isolated_gbs", p.isolated_gbs);
+  field("loaded_gbs", p.loaded_gbs);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, HalvingResult>
+void fields_of(Self& h, Field&& field) {
+  field("half_a", h.half_a);
+  field("half_b", h.half_b);
+  field("pairs", h.pairs);
+  field("isolated_gbs", h.isolated_gbs);
+  field("loaded_gbs", h.loaded_gbs);
+  field("oversubscription", h.oversubscription);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, BisectionResult>
+void fields_of(Self& b, Field&& field) {
+  field("bytes", b.bytes);
+  field("seed", b.seed);
+  field("ranks_per_node", b.ranks_per_node);
+  field("halvings", b.halvings);
+  field("oversubscription", b.oversubscription);
+  field("limit", b.limit);
+  field("blocking", b.blocking);
+  field("message", b.message);
+  field("wrong", b.wrong);
+}
 
 }  // namespace fabricbench

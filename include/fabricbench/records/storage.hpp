@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/core/field_list.hpp"
+
 namespace fabricbench {
 
 // The block the test stamps and checks; wrong_blocks counts these.
@@ -49,5 +51,45 @@ struct StorageResult {
 
 // "a, b, c": the paths of files left, as messages name them.
 std::string join_paths(const std::vector<std::string>& paths);
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, StorageNode>
+void fields_of(Self& n, Field&& field) {
+  field("node", n.node);
+  field("host", n.host);
+  field("files", n.files);
+  field("bytes", n.bytes);
+  field("write_s", n.write_s);
+  field("read_s", n.read_s);
+  field("write_gbs", n.write_gbs);
+  field("read_gbs", n.read_gbs);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, StorageResult>
+void fields_of(Self& s, Field&& field) {
+  field("path", s.path);
+  field("io_mode", s.io_mode);
+  field("io_note", fields::empty_as_null(s.io_note));
+  field("file_bytes", s.file_bytes);
+  field("block_bytes", s.block_bytes);
+  field("per_node", s.per_node);
+  field("files_written", s.files_written);
+  field("files_removed", s.files_removed);
+  field("bytes_written", s.bytes_written);
+  field("bytes_read", s.bytes_read);
+  field("write_s", s.write_s);
+  field("read_s", s.read_s);
+  field("write_gbs", s.write_gbs);
+  field("read_gbs", s.read_gbs);
+  field("nodes", s.nodes);
+  field("slowest_write_node", s.slowest_write_node);
+  field("slowest_read_node", s.slowest_read_node);
+  field("wrong_blocks", s.wrong_blocks);
+  field("files_left", fields::omitted(s.files_left));
+  field("message", s.message);
+}
 
 }  // namespace fabricbench

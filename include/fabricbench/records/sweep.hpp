@@ -1,12 +1,13 @@
 #pragma once
 // What the sweep measures at one point: plain records the engine fills and the
-// result (model/result.hpp) collects; analysis reads them, printers format them.
+// result (results/result.hpp) collects; analysis reads them, printers format them.
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 
+#include "fabricbench/core/field_list.hpp"
 #include "fabricbench/core/types.hpp"
 
 namespace fabricbench {
@@ -110,5 +111,95 @@ struct SweepCost {
   // timed_s / wall_s: the share of the sweep spent in timed batches.
   [[nodiscard]] double timed_share() const { return wall_s > 0 ? timed_s / wall_s : 0.0; }
 };
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, Timing>
+void fields_of(Self& t, Field&& field) {
+  field("time_us", t.time_us);
+  field("time_min_us", t.time_min_us);
+  field("time_max_us", t.time_max_us);
+  field("p50_us", t.p50_us);
+  field("p99_us", t.p99_us);
+  field("cv", t.cv);
+  field("algbw_gbs", t.algbw_gbs);
+  field("busbw_gbs", t.busbw_gbs);
+  field("iterations", t.iterations);
+  field("precision", fields::omitted(t.precision));
+  field("precision_met", fields::omitted(t.precision_met));
+  field("wrong", t.wrong);
+}
+
+// Where a measured point's time went (rank 0's clock, ms).
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PointCost>
+void fields_of(Self& c, Field&& field) {
+  field("spent_fill_ms", c.fill_ms);
+  field("spent_check_ms", c.check_ms);
+  field("spent_warmup_ms", c.warmup_ms);
+  field("spent_timed_ms", c.timed_ms);
+  field("spent_samples_ms", c.samples_ms);
+  field("spent_agree_ms", c.agree_ms);
+  field("spent_total_ms", c.total_ms);
+  field("warmups", c.warmups);
+  field("batches", c.batches);
+}
+
+// Where the sweep's time went (rank 0, s); timed_share is derived.
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, SweepCost>
+void fields_of(Self& c, Field&& field) {
+  field("wall_s", c.wall_s);
+  field("points", c.points);
+  field("fill_s", c.fill_s);
+  field("check_s", c.check_s);
+  field("warmup_s", c.warmup_s);
+  field("timed_s", c.timed_s);
+  field("samples_s", c.samples_s);
+  field("agree_s", c.agree_s);
+  field("output_s", c.output_s);
+  field("other_s", c.other_s);
+  field("timed_share", fields::written(c.timed_share()));
+}
+
+// A measured point carries its timing's members; a skipped one says why.
+// Either may say the budget cut it (fewer iterations, or skipped).
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, SweepRecord>
+void fields_of(Self& r, Field&& field) {
+  field("op", r.op);
+  field("dtype", r.dtype);
+  field("redop", r.redop);
+  field("root", r.root);
+  field("placement", r.placement);
+  field("bytes", r.bytes);
+  field("count", r.count);
+  field("ranks", r.ranks);
+  field(fields::inlined(r.timing));
+  field("cut", fields::omitted(r.cut));
+  field(fields::inlined(r.choice));
+  field(fields::inlined(r.nic_wire));
+  field(fields::inlined(r.cost));
+  field("skipped", fields::omitted(r.skipped));
+}
+
+// NCCL's algorithm and protocol at a measured point: null with the reason in
+// algorithm_note when not known (the MPI transport, point-to-point ops).
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, AlgorithmChoice>
+void fields_of(Self& c, Field&& field) {
+  field("algorithm", c.algorithm);
+  field("protocol", c.protocol);
+  field("algorithm_note", fields::empty_as_null(c.note));
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, NicWireRate>
+void fields_of(Self& w, Field&& field) {
+  field("nic_wire_gbs", w.gbs);
+  field("nic_wire_basis", w.basis);
+  field("nic_wire_nics", w.nics_per_node);
+}
 
 }  // namespace fabricbench

@@ -1,4 +1,4 @@
-#include "fabricbench/model/result_consistency.hpp"
+#include "fabricbench/results/result_consistency.hpp"
 
 #include <cstdint>
 #include <vector>
@@ -19,17 +19,6 @@ void check_indices(const std::vector<int>& indices, std::size_t count, const std
 }
 
 }  // namespace
-
-void check_matrix_sizes(std::size_t nodes, std::size_t intra_nodes, int ranks_per_node) {
-  const auto rpn = static_cast<std::uint64_t>(ranks_per_node < 0 ? 0 : ranks_per_node);
-  const std::uint64_t cells =
-      static_cast<std::uint64_t>(nodes) * nodes + static_cast<std::uint64_t>(intra_nodes) * rpn * rpn;
-  if (cells > max_matrix_cells)
-    throw UsageError(
-        fmt::format("pairs: a matrix of {} nodes and {} nodes of {} ranks is larger than a result may hold "
-                    "({} cells)",
-                    nodes, intra_nodes, ranks_per_node, max_matrix_cells));
-}
 
 void check_consistency(const RunResult& result) {
   const RunInfo& run = result.run;

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/output/sections.hpp"
 
 namespace fabricbench {
 namespace {
@@ -77,7 +77,7 @@ void write_projection(const GpuLadderResult& g, std::ostream& out) {
 
 }  // namespace
 
-void write_gpu_ladder(const GpuLadderResult& g, std::ostream& out) {
+void print_gpu_ladder(const GpuLadderResult& g, std::ostream& out) {
   out << fmt::format("#\n# GPU-count ladder inside each node ({} GPUs per node, every node at once; {})\n",
                      g.gpus_per_node, g.from_topology ? "sets from the GPU link matrix" : "sets in rank order");
   if (!g.note.empty()) out << "# " << g.note << '\n';

@@ -1,4 +1,4 @@
-#include "fabricbench/model/schema_validate.hpp"
+#include "fabricbench/results/schema_validate.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,7 @@
 
 #include <fmt/format.h>
 
-#include "schema_pattern.hpp"
+#include "fabricbench/results/detail/schema_pattern.hpp"
 
 namespace fabricbench {
 namespace {

@@ -6,19 +6,12 @@
 
 #include <cstddef>
 
-#include "fabricbench/model/result.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 
-// The most pair-matrix cells a file may make the reader allocate (nodes^2
-// plus each node's ranks^2): a 2,048-node matrix, 64 MiB of memory. Beyond
-// it a few bytes of JSON ("ranks_per_node": 2147483647) would cost
-// gigabytes.
-inline constexpr std::size_t max_matrix_cells = std::size_t{1} << 22;
-
-// Throws UsageError "pairs: a matrix of N nodes and M x R ranks is larger
-// than ..." before the matrices are allocated.
-void check_matrix_sizes(std::size_t nodes, std::size_t intra_nodes, int ranks_per_node);
+// The bound on the pair matrices a file may make the reader allocate is
+// with them (records/pairs.hpp: max_matrix_cells, check_matrix_sizes).
 
 // Throws UsageError naming the first field that disagrees with another:
 //   run.nodes vs run.hostnames and run.ranks_per_node, run.ranks vs the

@@ -1,11 +1,12 @@
-#include "fabricbench/model/result_csv.hpp"
+#include "fabricbench/results/result_csv.hpp"
 
 #include <type_traits>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "fabricbench/model/result_fields.hpp"
+#include "fabricbench/core/json_fields.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 namespace {

@@ -1,4 +1,5 @@
-#include "fabricbench/output/report_writers.hpp"
+#include "fabricbench/output/file_writers.hpp"
+#include "fabricbench/output/sections.hpp"
 
 #include <filesystem>
 #include <optional>
@@ -12,7 +13,6 @@
 #include "fabricbench/core/text_safety.hpp"
 #include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/topology_summary.hpp"
-#include "fabricbench/output/writers.hpp"
 
 namespace fabricbench {
 namespace {
@@ -53,7 +53,7 @@ std::string group_name(const Report& report, const ReportGroup& group) {
 
 }  // namespace
 
-void write_budget(const BudgetRecord& budget, std::optional<double> duration_s, std::ostream& out) {
+void print_budget(const BudgetRecord& budget, std::optional<double> duration_s, std::ostream& out) {
   out << fmt::format("#\n# budget {:g} s: the run took {:.1f} s; {} cut\n", budget.seconds, duration_s.value_or(0.0),
                      budget.cuts.empty() ? std::string("nothing") : fmt::format("{}", budget.cuts.size()));
   for (const PhaseSpend& p : budget.phases)
@@ -62,7 +62,7 @@ void write_budget(const BudgetRecord& budget, std::optional<double> duration_s, 
     out << fmt::format("#   cut ({}): {}: {} {}\n", c.reason, name(c.phase), c.what, c.action);
 }
 
-void write_health(const HealthResult& health, std::ostream& out) {
+void print_health(const HealthResult& health, std::ostream& out) {
   out << fmt::format("# health pass over node pairs ({} and {}, {:.1f} s into the run): {}\n",
                      format_size(health.small_bytes), format_size(health.bytes), health.seconds,
                      health.findings.empty() ? std::string("no slow node or link")
@@ -70,7 +70,7 @@ void write_health(const HealthResult& health, std::ostream& out) {
   for (const Finding& f : health.findings) out << "#   " << f.message << '\n';
 }
 
-void write_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostream& out) {
+void print_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostream& out) {
   out << fmt::format("#\n# Verdict: {}\n", name(level));
   for (const Verdict& v : verdicts) {
     out << fmt::format("#   {:<4} {:<9} {}: {}\n", name(v.level), name(v.kind), v.subject, v.reason);
@@ -78,7 +78,7 @@ void write_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostr
   }
 }
 
-void write_report_text(const Report& report, std::ostream& out) {
+void print_report(const Report& report, std::ostream& out) {
   for (const ReportRun& run : report.runs) {
     const RunResult& r = run.result;
     out << fmt::format("# {}: fabricbench {} (git {}) on {}, started {}\n", run.path, r.tool.version, r.tool.git,
@@ -96,15 +96,15 @@ void write_report_text(const Report& report, std::ostream& out) {
     }
     if (!point.empty()) table.point(point);
     if (!r.records.empty()) table.summary(r);
-    if (r.scaling) write_ladder(*r.scaling, out);
-    if (r.health) write_health(*r.health, out);
-    if (r.gpu_ladder) write_gpu_ladder(*r.gpu_ladder, out);
-    if (r.pairs) write_pairs(*r.pairs, r.findings, out);
-    if (r.islands) write_islands(*r.islands, out);
-    if (r.bisection) write_bisection(*r.bisection, out);
-    if (r.storage) write_storage(*r.storage, out);
-    if (r.budget) write_budget(*r.budget, r.duration_s, out);
-    if (r.model_parallel) write_model_parallel(*r.model_parallel, out);
+    if (r.scaling) print_ladder(*r.scaling, out);
+    if (r.health) print_health(*r.health, out);
+    if (r.gpu_ladder) print_gpu_ladder(*r.gpu_ladder, out);
+    if (r.pairs) print_pairs(*r.pairs, r.findings, out);
+    if (r.islands) print_islands(*r.islands, out);
+    if (r.bisection) print_bisection(*r.bisection, out);
+    if (r.storage) print_storage(*r.storage, out);
+    if (r.budget) print_budget(*r.budget, r.duration_s, out);
+    if (r.model_parallel) print_model_parallel(*r.model_parallel, out);
     if (r.topology) {
       out << "#\n";
       write_topology_summary(*r.topology, out);
@@ -131,7 +131,7 @@ void write_report_text(const Report& report, std::ostream& out) {
                            r.model_parallel->tp, r.model_parallel->pp, r.model_parallel->dp, mp->gpus, unit_word(r),
                            mp->step_ms, money(mp->per_1000_steps));
     }
-    write_verdicts(run.verdicts, run.level, out);
+    print_verdicts(run.verdicts, run.level, out);
   }
   if (report.runs.size() < 2) return;
   out << "#\n# Comparison (busbw GB/s: mean±sd over each group's runs; ratio to A)\n";

@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/output/sections.hpp"
 
 namespace fabricbench {
 namespace {
@@ -20,7 +20,7 @@ std::string hosts_text(const std::vector<std::string>& hosts) {
 
 }  // namespace
 
-void write_islands(const IslandsResult& r, std::ostream& out) {
+void print_islands(const IslandsResult& r, std::ostream& out) {
   out << "#\n# Latency islands (pairs closer to each other than to the rest)\n";
   for (const LatencyIsland& island : r.islands)
     out << fmt::format("  {:<4} {:>3} node{} {}\n", island.name, island.nodes.size(),
@@ -28,7 +28,7 @@ void write_islands(const IslandsResult& r, std::ostream& out) {
   out << "# " << r.message << '\n';
 }
 
-void write_bisection(const BisectionResult& b, std::ostream& out) {
+void print_bisection(const BisectionResult& b, std::ostream& out) {
   out << fmt::format(
       "#\n# Bisection at {} (seed {}; half the nodes exchange with the other half at once, then the "
       "first pairs alone)\n",
@@ -46,7 +46,7 @@ void write_bisection(const BisectionResult& b, std::ostream& out) {
   out << "# " << b.message << '\n';
 }
 
-void write_storage(const StorageResult& s, std::ostream& out) {
+void print_storage(const StorageResult& s, std::ostream& out) {
   out << fmt::format("#\n# Storage in {} ({}{}; {} file{} of {}, written then read back, all at once)\n", s.path,
                      s.io_mode == "direct" ? "O_DIRECT" : "buffered", s.io_note.empty() ? "" : ": " + s.io_note,
                      s.files_written, s.files_written == 1 ? "" : "s", format_size(s.file_bytes));

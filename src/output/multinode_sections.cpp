@@ -4,7 +4,7 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/output/sections.hpp"
 
 namespace fabricbench {
 namespace {
@@ -48,7 +48,7 @@ void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, b
 
 }  // namespace
 
-void write_ladder(const ScaleResult& s, std::ostream& out) {
+void print_ladder(const ScaleResult& s, std::ostream& out) {
   out << fmt::format("#\n# Scaling ladder ({} ranks per node; every group of a level runs at once)\n",
                      s.ranks_per_node);
   out << fmt::format("# {:<14} {:>10} {:<20} {:>6} {:>6} {:>11} {:>11} {:>10} {:>8}\n", "op", "size", "level", "groups",
@@ -79,7 +79,7 @@ void write_ladder(const ScaleResult& s, std::ostream& out) {
   out << std::flush;
 }
 
-void write_pairs(const PairsResult& p, const std::vector<Finding>& findings, std::ostream& out) {
+void print_pairs(const PairsResult& p, const std::vector<Finding>& findings, std::ostream& out) {
   if (p.nodes.size > 1) {
     out << fmt::format("#\n# Node pairs: send/recv bandwidth at {} (GB/s, all {} rails at once), row sends to column\n",
                        format_size(p.bytes), p.ranks_per_node);

@@ -2,12 +2,12 @@
 // The flat form of the sweep records, as the CSV has them: one row per
 // record, the run's identity first (so files from two runs or providers can
 // be concatenated), then the record's members under their JSON names, from
-// the same field list as the JSON (model/result_fields.hpp).
+// the same field list as the JSON (each record's, beside it).
 
 #include <string>
 #include <vector>
 
-#include "fabricbench/model/result.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 

@@ -3,11 +3,11 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
-#include "fabricbench/output/writers.hpp"
+#include "fabricbench/output/sections.hpp"
 
 namespace fabricbench {
 
-void write_model_parallel(const ModelParallelResult& m, std::ostream& out) {
+void print_model_parallel(const ModelParallelResult& m, std::ostream& out) {
   out << fmt::format(
       "#\n# Projected model-parallel training: tp {} x pp {} x dp {} on {} ranks ({} node{}); {} layers, hidden {}, "
       "seq {}, micro-batch {}, {} micro-batch{} per step; {} activations of {}; {} ms compute per step on one GPU\n",

@@ -11,6 +11,7 @@
 
 #include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/config.hpp"
+#include "fabricbench/core/field_list.hpp"
 #include "fabricbench/core/types.hpp"
 #include "fabricbench/records/gpu_ladder.hpp"
 #include "fabricbench/records/model_parallel.hpp"
@@ -118,5 +119,70 @@ inline std::uint64_t wrong_elements(const RunResult& result) {
 // True when no element was found wrong. Unchecked data is not "ok": the JSON
 // writes data_ok as null then, and reports say "not checked".
 inline bool data_ok(const RunResult& result) { return wrong_elements(result) == 0; }
+
+// The "status" object of a result file: members of the run result, and
+// data_ok derived from all of it (null when nothing was checked).
+template <class Result>
+struct StatusOf {
+  Result& result;
+};
+
+// ---- field lists (core/field_list.hpp) ------------------------------------
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, StatusOf<RunResult>> ||
+    std::same_as<std::remove_const_t<Self>, StatusOf<const RunResult>>
+void fields_of(Self& s, Field&& field) {
+  auto& r = s.result;
+  field("complete", r.complete);
+  field("checked", r.checked);
+  field("wrong_elements", r.wrong_total);
+  field("data_ok", fields::written(r.checked ? std::optional<bool>(data_ok(r)) : std::nullopt));
+  field("duration_s", fields::omitted(r.duration_s));
+  field("reason", fields::omitted(r.end_reason));
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, HealthResult>
+void fields_of(Self& h, Field&& field) {
+  field("bytes", h.bytes);
+  field("small_bytes", h.small_bytes);
+  field("seconds", h.seconds);
+  field("findings", h.findings);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, ToolInfo>
+void fields_of(Self& t, Field&& field) {
+  field("name", t.name);
+  field("version", t.version);
+  field("git", t.git);
+  field("transports", t.transports);
+  field("libraries", t.libraries);
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, PriceInfo>
+void fields_of(Self& p, Field&& field) {
+  field("price_per_gpu_hour", fields::omitted(p.per_gpu_hour));
+  field("price_per_node_hour", fields::omitted(p.per_node_hour));
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, RunInfo>
+void fields_of(Self& r, Field&& field) {
+  field("start_utc", r.start_utc);
+  field("label", fields::omitted(r.label));
+  field("command_line", r.command_line);
+  field("ranks", r.ranks);
+  field("nodes", r.nodes);
+  field("ranks_per_node", r.ranks_per_node);
+  field("hostnames", r.hostnames);
+  field("transport", r.transport);
+  field("environment", r.environment);
+  field("devices", fields::omitted(r.devices));
+  field("cost", fields::omitted(r.cost));
+  field("rank_time", fields::omitted(r.rank_time));
+}
 
 }  // namespace fabricbench

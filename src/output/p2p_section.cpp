@@ -1,4 +1,4 @@
-#include "fabricbench/output/p2p_writer.hpp"
+#include "fabricbench/output/sections.hpp"
 
 #include <ostream>
 #include <string>
@@ -22,7 +22,7 @@ std::string_view column_title(P2PTest test) {
 
 }  // namespace
 
-void write_p2p_sweep_header(const P2PSweepResult& sweep, std::span<const P2PTest> tests, std::ostream& out) {
+void print_p2p_sweep_header(const P2PSweepResult& sweep, std::span<const P2PTest> tests, std::ostream& out) {
   out << "#\n";
   out << fmt::format("# Point-to-point sweep: rank {} ({}) <-> rank {} ({}); bw and bibw: {} messages in flight\n",
                      sweep.ranks.at(0), sweep.hosts.at(0), sweep.ranks.at(1), sweep.hosts.at(1), sweep.window);
@@ -37,7 +37,7 @@ void write_p2p_sweep_header(const P2PSweepResult& sweep, std::span<const P2PTest
   out << units << '\n';
 }
 
-void write_p2p_sweep_row(std::span<const P2PRecord> records, std::ostream& out) {
+void print_p2p_sweep_row(std::span<const P2PRecord> records, std::ostream& out) {
   if (records.empty()) return;
   std::string row = fmt::format("  {:>12}", records.front().bytes);
   for (const P2PRecord& r : records)

@@ -9,7 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fabricbench/model/result.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 

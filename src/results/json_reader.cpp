@@ -1,4 +1,4 @@
-#include "fabricbench/model/reader.hpp"
+#include "fabricbench/results/reader.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -14,9 +14,9 @@
 #include "fabricbench/core/byte_strings.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/safe_file.hpp"
-#include "fabricbench/model/result_consistency.hpp"
-#include "fabricbench/model/result_json.hpp"
-#include "fabricbench/model/schema_validate.hpp"
+#include "fabricbench/results/result_consistency.hpp"
+#include "fabricbench/results/result_json.hpp"
+#include "fabricbench/results/schema_validate.hpp"
 
 namespace fabricbench {
 using json = nlohmann::json;

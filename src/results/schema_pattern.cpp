@@ -1,4 +1,4 @@
-#include "schema_pattern.hpp"
+#include "fabricbench/results/detail/schema_pattern.hpp"
 
 #include <memory>
 #include <stdexcept>

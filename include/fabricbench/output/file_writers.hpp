@@ -1,0 +1,27 @@
+#pragma once
+// The file formats a run or a report is written in, each to an injected
+// stream: CSV and HTML here; the JSON result in results/result_json.hpp.
+// Terminal text is printed, not written (output/sections.hpp).
+
+#include <iosfwd>
+
+#include "fabricbench/analysis/report.hpp"
+#include "fabricbench/results/result.hpp"
+
+namespace fabricbench {
+
+// CSV: a header row, one row per sweep record with the run's identity
+// first; the columns are the JSON's names (results/result_csv.hpp), plain
+// numbers, empty cells for what was not measured.
+void write_csv(const RunResult& result, std::ostream& out);
+
+// CSV of a report: one file's records as `run --csv` writes them; several
+// files' comparison (op, dtype, placement, size, then per group mean, sd,
+// runs; then ratios to the first group).
+void write_report_csv(const Report& report, std::ostream& out);
+
+// One self-contained HTML page: inline CSS and SVG charts drawn here, no
+// scripts, fonts or links to fetch.
+void write_report_html(const Report& report, std::ostream& out);
+
+}  // namespace fabricbench
