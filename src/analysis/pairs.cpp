@@ -4,6 +4,9 @@
 #include <cmath>
 #include <numeric>
 #include <set>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -300,8 +303,67 @@ IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<s
   return r;
 }
 
+namespace {
+
+// The different halvings of `nodes` nodes: C(n, n/2) ways to choose one
+// half, each cut counted once (the two halves swapped are the same cut);
+// with an odd n, one node sits out, any of n. Infinite beyond what a double
+// holds (some 1,030 nodes).
+double halvings_of(int nodes) {
+  if (nodes < 2) return 0;
+  const bool odd = nodes % 2 != 0;
+  const double n = odd ? nodes - 1 : nodes;
+  double log_count = std::lgamma(n + 1) - 2 * std::lgamma(n / 2 + 1) - std::log(2.0);
+  if (odd) log_count += std::log(static_cast<double>(nodes));
+  return std::round(std::exp(log_count));
+}
+
+// One halving's cut, whichever half is called a: the two halves sorted, the
+// one with the lowest node first (with an odd count, the node sitting out
+// is the one in neither).
+std::pair<std::vector<int>, std::vector<int>> cut_of(const HalvingResult& h) {
+  std::vector<int> a = h.half_a;
+  std::vector<int> b = h.half_b;
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (b < a) std::swap(a, b);
+  return {a, b};
+}
+
+// "; 3 of 35 possible halvings measured (9%): ...", what the halvings left
+// unseen and how to see it.
+std::string coverage_text(const BisectionResult& b) {
+  if (!b.distinct_halvings || !b.coverage) return "";
+  const int measured = *b.distinct_halvings;
+  if (*b.coverage >= 1) return fmt::format("; all {} possible halving{} measured", measured, measured == 1 ? "" : "s");
+  const std::string possible =
+      b.halvings_possible ? fmt::format("{:.0f}", *b.halvings_possible) : std::string("more than 1e308");
+  const std::string share =
+      *b.coverage >= 0.01 ? fmt::format("{:.0f}%", 100 * *b.coverage) : fmt::format("{:.2g}%", 100 * *b.coverage);
+  const std::string fix = b.halvings_possible && *b.halvings_possible <= 1000
+                              ? fmt::format("--bisection-halvings {} measures every one", possible)
+                              : std::string("more --bisection-halvings (up to 1000) sample more of them");
+  return fmt::format("; {} of {} possible halvings measured ({}): a cut outside them goes unseen, {}", measured,
+                     possible, share, fix);
+}
+
+}  // namespace
+
 void analyze_bisection(BisectionResult& result, double limit) {
   result.limit = limit;
+  result.distinct_halvings.reset();
+  result.halvings_possible.reset();
+  result.coverage.reset();
+  if (!result.halvings.empty()) {
+    std::set<std::pair<std::vector<int>, std::vector<int>>> cuts;
+    for (const HalvingResult& h : result.halvings) cuts.insert(cut_of(h));
+    const HalvingResult& first = result.halvings.front();
+    const int nodes = result.nodes.value_or(static_cast<int>(first.half_a.size() + first.half_b.size()));
+    const double possible = halvings_of(nodes);
+    result.distinct_halvings = static_cast<int>(cuts.size());
+    if (std::isfinite(possible)) result.halvings_possible = possible;
+    if (possible > 0) result.coverage = std::min(1.0, static_cast<double>(cuts.size()) / possible);
+  }
   result.oversubscription.reset();
   int worst = -1;
   for (std::size_t k = 0; k < result.halvings.size(); ++k) {
@@ -330,13 +392,14 @@ void analyze_bisection(BisectionResult& result, double limit) {
   if (result.blocking)
     result.message = fmt::format(
         "the fabric is {:.2f}:1 oversubscribed, not non-blocking: with half the nodes sending to the "
-        "other half, the pairs of halving {} moved {:.2f} GB/s together against {:.2f} GB/s alone (limit {:g}:1)",
-        o, worst + 1, w.loaded_gbs, w.isolated_gbs, limit);
+        "other half, the pairs of halving {} moved {:.2f} GB/s together against {:.2f} GB/s alone (limit {:g}:1){}",
+        o, worst + 1, w.loaded_gbs, w.isolated_gbs, limit, coverage_text(result));
   else
     result.message = fmt::format(
         "non-blocking within {:g}:1 (worst of {} halving{} {:.2f}:1: {:.2f} GB/s together against "
-        "{:.2f} GB/s alone)",
-        limit, result.halvings.size(), result.halvings.size() == 1 ? "" : "s", o, w.loaded_gbs, w.isolated_gbs);
+        "{:.2f} GB/s alone){}",
+        limit, result.halvings.size(), result.halvings.size() == 1 ? "" : "s", o, w.loaded_gbs, w.isolated_gbs,
+        coverage_text(result));
 }
 
 std::vector<Finding> standing_findings(const PairsResult& matrix, bool cut, const std::optional<HealthResult>& health,

@@ -346,6 +346,7 @@ BisectionResult run_bisection(const RunConfig& config, Transport& transport, con
   result.bytes = counts_for(Op::sendrecv, fabric_dtype, config.pairs.bytes, 2).bytes;
   result.seed = config.placement.bisection_seed;
   result.ranks_per_node = rpn;
+  result.nodes = n;
   for (const Halving& halving : plan_halvings(n, config.placement.bisection_halvings, result.seed)) {
     HalvingResult h;
     h.half_a = halving.half_a;

@@ -3,7 +3,10 @@
 
 #include <filesystem>
 #include <fstream>
+#include <numeric>
 #include <set>
+#include <utility>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -224,6 +227,67 @@ TEST(Bisection, WithinTheLimitIsNonBlockingAndNothingMeasuredHasNoRatio) {
   analyze_bisection(empty, 1.25);
   EXPECT_FALSE(empty.oversubscription);
   EXPECT_FALSE(empty.blocking);
+}
+
+HalvingResult halving(std::vector<int> a, std::vector<int> b) {
+  HalvingResult h;
+  h.half_a = std::move(a);
+  h.half_b = std::move(b);
+  h.pairs = {pair(10, 10)};
+  return h;
+}
+
+TEST(Bisection, SaysHowMuchOfTheCutSpaceItsHalvingsSampled) {
+  // 4 nodes have 3 cuts through the middle; the same cut twice (its halves
+  // named either way round) counts once.
+  BisectionResult r;
+  r.halvings = {halving({0, 1}, {2, 3}), halving({3, 2}, {1, 0}), halving({0, 2}, {1, 3})};
+  analyze_bisection(r, 1.25);
+  EXPECT_EQ(r.distinct_halvings, 2);
+  EXPECT_EQ(r.halvings_possible, 3.0);
+  ASSERT_TRUE(r.coverage);
+  EXPECT_DOUBLE_EQ(*r.coverage, 2.0 / 3.0);
+  EXPECT_NE(r.message.find("2 of 3 possible halvings measured (67%): a cut outside them goes unseen, "
+                           "--bisection-halvings 3 measures every one"),
+            std::string::npos)
+      << r.message;
+
+  r.halvings.push_back(halving({0, 3}, {1, 2}));
+  analyze_bisection(r, 1.25);
+  EXPECT_EQ(r.coverage, 1.0);
+  EXPECT_NE(r.message.find("all 3 possible halvings measured"), std::string::npos) << r.message;
+
+  // 8 nodes: C(8, 4) / 2 = 35. 5 nodes: any one sits out, the other 4
+  // split 3 ways: 15. Without the node count (an older file), the halves'.
+  BisectionResult eight;
+  eight.halvings = {halving({0, 1, 2, 3}, {4, 5, 6, 7})};
+  analyze_bisection(eight, 1.25);
+  EXPECT_EQ(eight.halvings_possible, 35.0);
+  BisectionResult five;
+  five.nodes = 5;
+  five.halvings = {halving({0, 1}, {2, 3}), halving({4, 1}, {2, 3})};
+  analyze_bisection(five, 1.25);
+  EXPECT_EQ(five.halvings_possible, 15.0);
+  EXPECT_EQ(five.distinct_halvings, 2);
+
+  // Beyond a double: no count, a share of nothing, and the advice to sample more.
+  std::vector<int> a(600);
+  std::vector<int> b(600);
+  std::iota(a.begin(), a.end(), 0);
+  std::iota(b.begin(), b.end(), 600);
+  BisectionResult huge;
+  huge.halvings = {halving(a, b)};
+  analyze_bisection(huge, 1.25);
+  EXPECT_FALSE(huge.halvings_possible);
+  EXPECT_EQ(huge.coverage, 0.0);
+  EXPECT_NE(huge.message.find("more --bisection-halvings (up to 1000) sample more of them"), std::string::npos)
+      << huge.message;
+
+  // Halvings with no nodes named (nothing planned) have no cut space.
+  BisectionResult unnamed;
+  unnamed.halvings = {HalvingResult{}};
+  analyze_bisection(unnamed, 1.25);
+  EXPECT_FALSE(unnamed.coverage);
 }
 
 TEST(Storage, DefaultFileSizeOutgrowsThePageCacheShareWhenBuffered) {

@@ -57,7 +57,9 @@ IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<s
 // The sums, each halving's ratio, the worst, and the message: a non-blocking
 // fabric carries every pair of a halving at its isolated speed (a ratio of
 // 1); the fabric is named oversubscribed when the worst ratio exceeds
-// `limit`.
+// `limit`. The message also says how much of the cut space the halvings
+// sampled (different halvings measured of all the nodes have) and, when not
+// all, how to measure more.
 void analyze_bisection(BisectionResult& result, double limit);
 
 // The findings that stand once the full matrix ran: its own when it ran

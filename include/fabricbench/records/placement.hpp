@@ -62,7 +62,13 @@ struct BisectionResult {
   std::size_t bytes = 0;
   std::uint64_t seed = 0;
   int ranks_per_node = 0;
+  std::optional<int> nodes;  // how many the halvings split (absent from older files)
   std::vector<HalvingResult> halvings;
+  // How much of the cut space the halvings sampled: the different halvings
+  // measured, how many the nodes have, and the share.
+  std::optional<int> distinct_halvings;
+  std::optional<double> halvings_possible;
+  std::optional<double> coverage;
   std::optional<double> oversubscription;  // the worst halving's
   double limit = 0;                        // above this the fabric is named blocking
   bool blocking = false;
@@ -119,7 +125,11 @@ void fields_of(Self& b, Field&& field) {
   field("bytes", b.bytes);
   field("seed", b.seed);
   field("ranks_per_node", b.ranks_per_node);
+  field("nodes", b.nodes);
   field("halvings", b.halvings);
+  field("distinct_halvings", b.distinct_halvings);
+  field("halvings_possible", b.halvings_possible);
+  field("coverage", b.coverage);
   field("oversubscription", b.oversubscription);
   field("limit", b.limit);
   field("blocking", b.blocking);
