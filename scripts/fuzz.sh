@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs each libFuzzer target of tests/fuzz for a bounded time and fails on a
-# crash that is not a known one.
+# Runs each libFuzzer target of tests/fuzz for a bounded time, as many at
+# once as there are cores (FABRICBENCH_FUZZ_JOBS), and fails on a crash that
+# is not a known one.
 #
 #   scripts/fuzz.sh [--time SECONDS] [--build DIR] [TARGET...]
 #
@@ -25,7 +26,7 @@ while (($#)); do
     case "$1" in
         --time) seconds=$2; shift 2 ;;
         --build) build=$2; shift 2 ;;
-        -h|--help) sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+        -h|--help) sed -n '2,/^set -euo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//'; exit 0 ;;
         -*) echo "fuzz.sh: unknown option $1" >&2; exit 2 ;;
         *) targets+=("$1"); shift ;;
     esac
@@ -75,17 +76,18 @@ signature() { # BINARY INPUT
     echo "$kind $(first_src_frame <<<"$log")"
 }
 
-status=0
-summary=()
-for target in "${targets[@]}"; do
-    bin=$build/tests/fuzz/fuzz_$target
-    [[ -x $bin ]] || { echo "fuzz.sh: $bin missing; build with FABRICBENCH_FUZZ=ON (cmake --preset asan)" >&2; exit 2; }
-    work=$build/fuzz-run/$target
+# One target: fuzzes it, then writes its summary line and its status (0, or
+# 1 for a new defect) into its folder. No status file: it did not finish.
+fuzz_one() { # TARGET
+    local target=$1
+    local bin=$build/tests/fuzz/fuzz_$target
+    local work=$build/fuzz-run/$target
     rm -rf "$work"
     mkdir -p "$work/corpus" "$work/artifacts"
     cp tests/fuzz/corpus/"$target"/* "$work/corpus/"
 
-    declare -A known=()
+    local -A known=()
+    local f
     if [[ -d tests/fuzz/known-crash/$target ]]; then
         for f in tests/fuzz/known-crash/"$target"/*; do
             [[ -f $f ]] || continue
@@ -94,19 +96,21 @@ for target in "${targets[@]}"; do
     fi
 
     echo "fuzz.sh: $target for ${seconds}s (${#known[@]} known defect signatures)" >&2
-    # fork=1: one worker at a time (CI machines have two cores, and the
-    # second serves the harness); crashes, hangs and OOMs are kept and the
-    # search goes on.
+    # fork=1: one worker per target (the harness around it mostly waits);
+    # crashes, hangs and OOMs are kept and the search goes on.
     TMPDIR=$work "$bin" "${libfuzzer_limits[@]}" -fork=1 -ignore_crashes=1 -ignore_timeouts=1 -ignore_ooms=1 \
         -print_funcs=0 -max_total_time="$seconds" -artifact_prefix="$work/artifacts/" "$work/corpus" >"$work/log" 2>&1 || true
     # Fork mode reports "#<executions>: cov: ..." as it goes.
+    local line execs
     line=$(grep -E '^#[0-9]+: cov:' "$work/log" | tail -1 || true)
     execs=$(sed -E 's/^#([0-9]+):.*/\1/' <<<"$line")
-    [[ -n $execs ]] || { echo "fuzz.sh: $target: no progress line in $work/log" >&2; tail -20 "$work/log" >&2; exit 1; }
-    rate=$((execs / seconds))
+    if [[ -z $execs ]]; then
+        echo "fuzz.sh: $target: no progress line in $work/log" >&2
+        tail -20 "$work/log" >&2
+        return 1
+    fi
 
-    new=0
-    old=0
+    local new=0 old=0 a sig result=0
     for a in "$work"/artifacts/*; do
         [[ -f $a ]] || continue
         sig=$(signature "$bin" "$a")
@@ -117,16 +121,43 @@ for target in "${targets[@]}"; do
             echo "fuzz.sh: $target: $(basename "$a") did not fail when run alone" >&2
         else
             new=$((new + 1))
-            status=1
+            result=1
             echo "fuzz.sh: $target: NEW defect: $sig" >&2
             echo "  input: $a ($(stat -c %s "$a") bytes); run it: $bin $a" >&2
         fi
     done
-    unset known
-    summary+=("$(printf '%-14s %6ss %12s %9s %9s %6s %6s' "$target" "$seconds" "$execs" "$rate" \
-        "$(find "$work/corpus" -type f | wc -l)" "$old" "$new")")
+    printf '%-14s %6ss %12s %9s %9s %6s %6s\n' "$target" "$seconds" "$execs" "$((execs / seconds))" \
+        "$(find "$work/corpus" -type f | wc -l)" "$old" "$new" >"$work/summary"
+    echo "$result" >"$work/status"
+}
+
+for target in "${targets[@]}"; do
+    bin=$build/tests/fuzz/fuzz_$target
+    [[ -x $bin ]] || { echo "fuzz.sh: $bin missing; build with FABRICBENCH_FUZZ=ON (cmake --preset asan)" >&2; exit 2; }
+    rm -rf "$build/fuzz-run/$target"
+done
+# As many targets at once as there are cores, each for the full time: the
+# same search as one after the other, in a fraction of the wall time.
+at_once=${FABRICBENCH_FUZZ_JOBS:-$(nproc)}
+for target in "${targets[@]}"; do
+    while (($(jobs -rp | wc -l) >= at_once)); do wait -n || true; done
+    fuzz_one "$target" &
+done
+wait
+
+status=0
+summary=()
+for target in "${targets[@]}"; do
+    work=$build/fuzz-run/$target
+    if [[ ! -f $work/status ]]; then
+        echo "fuzz.sh: $target did not finish (see $work/log)" >&2
+        status=1
+        continue
+    fi
+    [[ $(cat "$work/status") == 0 ]] || status=1
+    summary+=("$(cat "$work/summary")")
 done
 
 printf '%-14s %7s %12s %9s %9s %6s %6s\n' target time executions exec/s corpus known new
-printf '%s\n' "${summary[@]}"
+((${#summary[@]} == 0)) || printf '%s\n' "${summary[@]}"
 exit $status
