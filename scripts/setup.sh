@@ -18,13 +18,15 @@ packages=(
 # clang-format for the format check, clang-tidy for scripts/clang-tidy.sh;
 # headless Chromium to render the HTML report (tests/e2e/test_report_e2e.py);
 # clang, its sanitizer and libFuzzer runtimes and llvm-symbolizer for the asan
-# preset and the fuzz targets.
+# preset and the fuzz targets; strace to slow a rank's fsync
+# (tests/e2e/test_safety_e2e.py).
 test_packages=(
   chromium
   clang-format-14 clang-tidy-14
   clang libclang-rt-14-dev llvm
   slurmctld slurmd slurm-client munge
   dpkg-dev file man-db binutils
+  strace
 )
 
 case "${1:-}" in

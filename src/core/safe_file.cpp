@@ -95,7 +95,10 @@ Temporary make_temporary(const std::string& path) {
 // to disk, which can take longer than that on a busy machine; the rename
 // still makes them whole for every reader, and only a power loss in the
 // next seconds could lose them.
+thread_local bool unsynced_thread = false;
+
 bool writing_last_words() {
+  if (unsynced_thread) return true;
   Unfinished& u = unfinished();
   const std::lock_guard lock(u.mutex);
   return u.ending && u.ender == std::this_thread::get_id();
@@ -229,6 +232,9 @@ const char* file_kind(mode_t mode) {
   if (S_ISSOCK(mode)) return "a socket";
   return "not a regular file";
 }
+
+UnsyncedWrites::UnsyncedWrites() noexcept : before_(unsynced_thread) { unsynced_thread = true; }
+UnsyncedWrites::~UnsyncedWrites() { unsynced_thread = before_; }
 
 void begin_final_writes() noexcept {
   Unfinished& u = unfinished();

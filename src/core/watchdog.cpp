@@ -232,7 +232,10 @@ void Watchdog::launcher_notice(const SignalRelay* relay) {
   // comes at the SIGTERM, after it, with what it removed and left.
   if (noticed_ || has_cleanup()) return;
   noticed_ = true;
-  // Saved now, without ending: the run goes on if the job does.
+  // Saved now, without ending: the run goes on if the job does. Not synced:
+  // SIGKILL comes two seconds after the SIGCONT, and a busy disk's fsync can
+  // outlast that (the file then kept the save before, without the reason).
+  const UnsyncedWrites unsynced;
   const std::lock_guard lock(words_mutex_);
   try {
     if (last_words_) last_words_(with_stall(launcher_reason("SIGTERM")));

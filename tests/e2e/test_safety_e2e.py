@@ -386,6 +386,38 @@ class Deadlines(unittest.TestCase):
                                            "rank ended first (its error is above)")
         self.assertEqual(self.left_behind(), [])
 
+    def test_sigterm_to_mpirun_saves_the_reason_while_the_disk_syncs_slowly(self):
+        # Rank 0 saves on the launcher's SIGCONT and SIGKILL follows two
+        # seconds later: a save that waited for fsync (3 s here, injected
+        # with strace; a busy disk in CI) was killed before its rename, and
+        # the file kept the save before it, without the reason.
+        strace = shutil.which("strace")
+        self.assertIsNotNone(strace, "strace is a test dependency (scripts/setup.sh --test)")
+        proc = self.start(2)
+        self.wait_for_sweep(proc)
+        tracer = subprocess.Popen([strace, "-f", "-o", os.devnull, "-e", "trace=fsync", "-e",
+                                   "inject=fsync:delay_enter=3000000", "-p", str(rank_pid(proc.pid, 0))],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            attached = False
+            for line in tracer.stderr:  # "strace: Process N attached with 4 threads"
+                attached = "attached" in line
+                if attached:
+                    break
+            if not attached:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.communicate()
+                self.fail("strace did not attach to rank 0")
+            proc.send_signal(signal.SIGTERM)
+            err, status = self.finish(proc, 60)
+        finally:
+            tracer.wait(timeout=30)
+        self.assertNotEqual(proc.returncode, 0)
+        self.assertEqual(status["reason"], f"interrupted by SIGTERM from the launcher on {socket.gethostname()} "
+                                           "(rank 0) in the sweep phase: the launcher was interrupted, or another "
+                                           "rank ended first (its error is above)", err)
+        self.assertEqual(self.left_behind(), [])
+
     def left_behind(self):
         return [n for n in os.listdir(self.dir.name) if n != "r.json"]
 

@@ -75,6 +75,21 @@ void write_file_safely(const std::string& path, const std::function<void(std::os
 // are never replaced by an older result.
 void begin_final_writes() noexcept;
 
+// While one lives, the calling thread's writes are not synced to disk: a
+// save that races the launcher's SIGKILL (the lead's save on Open MPI's
+// SIGCONT, two seconds before it). The rename still makes the file whole for
+// every reader; only a power loss in the next seconds could lose it.
+class UnsyncedWrites {
+ public:
+  UnsyncedWrites() noexcept;
+  ~UnsyncedWrites();
+  UnsyncedWrites(const UnsyncedWrites&) = delete;
+  UnsyncedWrites& operator=(const UnsyncedWrites&) = delete;
+
+ private:
+  bool before_;
+};
+
 // Removes every temporary still being written; called just before the
 // process ends without unwinding (std::_Exit), so none is left behind.
 void remove_unfinished_temporaries() noexcept;
