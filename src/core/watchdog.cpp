@@ -251,15 +251,6 @@ bool Watchdog::has_cleanup() {
   return static_cast<bool>(cleanup_);
 }
 
-void Watchdog::end_as_saved(int code) {
-  firing = true;
-  const std::string line = "fabricbench: error: " + with_stall(launcher_reason("SIGTERM")) + '\n';
-  (void)!::write(STDERR_FILENO, line.data(), line.size());
-  remove_unfinished_temporaries();
-  std::fflush(nullptr);
-  std::_Exit(code);
-}
-
 void Watchdog::watch() {
   const auto limit_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(timeout_ + grace_).count();
   std::int64_t previous_tick = now_ns();
@@ -311,10 +302,10 @@ void Watchdog::watch() {
         // (that rank sent it before it ended, before the launcher saw the
         // end), else the launcher's.
         fire_with_relayed(relay);
-        // Saved on the notice already: end without writing again, unless a
-        // cleanup waits (the storage test's files), whose outcome the file
-        // must carry.
-        if (noticed_ && !has_cleanup()) end_as_saved(signal_code_);
+        // Saved on the notice already, but the run went on and a save of
+        // the main thread's may have landed since, without the reason: save
+        // again as the last words (unsynced; SIGKILL is a second away), after
+        // which no other thread's write lands.
         fire(with_stall(launcher_reason(name)), signal_code_);
       }
     }

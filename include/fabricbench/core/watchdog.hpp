@@ -80,9 +80,6 @@ class Watchdog {
   // The lead, on the launcher's SIGCONT (its notice that the job ends):
   // the relayed reason if one waits, else a save with the launcher's.
   void launcher_notice(const SignalRelay* relay);
-  // The lead, on the launcher's SIGTERM after that save: the line, and the
-  // end, without writing again (SIGKILL may follow at once).
-  [[noreturn]] void end_as_saved(int code);
   [[nodiscard]] std::string launcher_reason(const char* signal_name) const;
   [[nodiscard]] bool has_cleanup();
   // The lead: ends the run with the reason another rank sent, if one waits.
