@@ -90,13 +90,13 @@ Temporary make_temporary(const std::string& path) {
   return {fd < 0 ? std::string() : name, fd};
 }
 
+thread_local bool unsynced_thread = false;  // while an UnsyncedWrites lives
+
 // The last words: written by the thread that ends the run, which the
 // launcher kills a second after its SIGTERM (Open MPI). They are not synced
 // to disk, which can take longer than that on a busy machine; the rename
 // still makes them whole for every reader, and only a power loss in the
-// next seconds could lose them.
-thread_local bool unsynced_thread = false;
-
+// next seconds could lose them. A thread holding UnsyncedWrites writes so too.
 bool writing_last_words() {
   if (unsynced_thread) return true;
   Unfinished& u = unfinished();

@@ -27,7 +27,7 @@ std::vector<IntraNodeLinks> intra_links_of(const PairsResult& p) {
 bool has_links(const PairMatrix& m) {
   for (int from = 0; from < m.size; ++from)
     for (int to = 0; to < m.size; ++to)
-      if (from != to && (m.bw(from, to) || m.lat(from, to))) return true;
+      if (is_listed(m, from, to)) return true;
   return false;
 }
 

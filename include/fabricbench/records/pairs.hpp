@@ -72,11 +72,16 @@ struct IntraNodeLinks {
   std::vector<PairLink> links;
 };
 
+// Whether the link from -> to is listed: measured in either figure.
+inline bool is_listed(const PairMatrix& m, int from, int to) {
+  return from != to && (m.bw(from, to) || m.lat(from, to));
+}
+
 template <class Put>
 void for_each_link(const PairMatrix& m, Put&& put) {
   for (int from = 0; from < m.size; ++from)
     for (int to = 0; to < m.size; ++to)
-      if (from != to && (m.bw(from, to) || m.lat(from, to))) put(PairLink{from, to, m.bw(from, to), m.lat(from, to)});
+      if (is_listed(m, from, to)) put(PairLink{from, to, m.bw(from, to), m.lat(from, to)});
 }
 std::vector<PairLink> links_of(const PairMatrix& m);
 std::vector<IntraNodeLinks> intra_links_of(const PairsResult& p);
