@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/analysis/achievable.hpp"
 #include "fabricbench/analysis/ladders.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/exit_codes.hpp"
@@ -209,22 +210,34 @@ int exit_code_for(Level level, bool fail_on_warn) {
   return exit_ok;
 }
 
+RunVerdicts judge_run(const RunResult& result, const ReportConfig& config, const Expectations& expectations) {
+  std::vector<Verdict> health = health_verdicts(result);
+  std::vector<Verdict> refs = reference_verdicts(result, expectations);
+  if (config.expect_reference) require_reference(refs);
+  std::vector<Verdict> gate_verdicts;
+  for (const std::string& text : config.expects) gate_verdicts.push_back(evaluate_gate(parse_gate(text), result));
+  RunVerdicts out;
+  out.level = std::max(worst(health), worst(gate_verdicts));
+  if (config.expect_reference) out.level = std::max(out.level, worst(refs));
+  out.verdicts = std::move(health);
+  out.verdicts.insert(out.verdicts.end(), refs.begin(), refs.end());
+  out.verdicts.insert(out.verdicts.end(), gate_verdicts.begin(), gate_verdicts.end());
+  const std::vector<Verdict> layers = achievable_verdicts(result);
+  out.verdicts.insert(out.verdicts.end(), layers.begin(), layers.end());
+  // Worst first: the summary opens with what to act on.
+  std::stable_sort(out.verdicts.begin(), out.verdicts.end(),
+                   [](const Verdict& a, const Verdict& b) { return a.level > b.level; });
+  return out;
+}
+
 Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, const Expectations& expectations) {
-  std::vector<Gate> gates;
-  for (const std::string& text : config.expects) gates.push_back(parse_gate(text));
+  for (const std::string& text : config.expects) (void)parse_gate(text);  // a bad gate is refused before any run
   const PriceInfo price{config.price_per_gpu_hour, config.price_per_node_hour};
   Report report;
   for (ReportRun& run : runs) {
-    std::vector<Verdict> health = health_verdicts(run.result);
-    std::vector<Verdict> refs = reference_verdicts(run.result, expectations);
-    if (config.expect_reference) require_reference(refs);
-    std::vector<Verdict> gate_verdicts;
-    for (const Gate& g : gates) gate_verdicts.push_back(evaluate_gate(g, run.result));
-    Level level = std::max(worst(health), worst(gate_verdicts));
-    if (config.expect_reference) level = std::max(level, worst(refs));
-    run.verdicts = std::move(health);
-    run.verdicts.insert(run.verdicts.end(), refs.begin(), refs.end());
-    run.verdicts.insert(run.verdicts.end(), gate_verdicts.begin(), gate_verdicts.end());
+    RunVerdicts judged = judge_run(run.result, config, expectations);
+    run.verdicts = std::move(judged.verdicts);
+    const Level level = judged.level;
     run.level = level;
     run.cost = cost_of(run.result, price);
     // The GPU ladder's cost per job at the GPU price given to `report`.

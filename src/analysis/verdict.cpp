@@ -4,11 +4,13 @@
 #include <cmath>
 #include <limits>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "fabricbench/analysis/causes.hpp"
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
@@ -258,7 +260,7 @@ Verdict gate_verdict(const Gate& gate, const std::vector<Sample>& samples) {
 }
 
 Verdict missing(const Gate& gate, const std::string& why) {
-  return Verdict{Level::fail, VerdictKind::gate, gate.text, why, ""};
+  return make_verdict(Level::fail, VerdictKind::gate, gate.text, why);
 }
 
 double timing_value(const Timing& t, GateMetric metric) {
@@ -370,20 +372,6 @@ Verdict evaluate_topo_gate(const Gate& gate, const RunResult& result) {
 }
 
 }  // namespace
-
-std::string_view name(Level level) {
-  switch (level) {
-    case Level::info:
-      return "INFO";
-    case Level::ok:
-      return "OK";
-    case Level::warn:
-      return "WARN";
-    case Level::fail:
-      return "FAIL";
-  }
-  return "?";
-}
 
 Hardware detect_hardware(const ClusterTopology& topology) {
   Hardware hw;
@@ -512,6 +500,16 @@ const Expectations& builtin_expectations() {
   return expectations;
 }
 
+Expectations expectations_with(std::string_view provider_text) {
+  if (provider_text.empty()) return builtin_expectations();
+  Expectations out = parse_expectations(provider_text);
+  std::set<ReferenceFigure> given;
+  for (const Reference& r : out.references) given.insert(r.figure);
+  for (const Reference& r : builtin_expectations().references)
+    if (!given.contains(r.figure)) out.references.push_back(r);
+  return out;
+}
+
 bool matches(const Reference& reference, const Hardware& hardware) {
   if (reference.gpu_model_contains &&
       (!hardware.gpu_model || hardware.gpu_model->find(*reference.gpu_model_contains) == std::string::npos))
@@ -566,49 +564,155 @@ AllreduceReferences allreduce_references(const Expectations& expectations, const
 std::vector<Verdict> health_verdicts(const RunResult& result) {
   std::vector<Verdict> out;
   // Wrong elements anywhere in the file fail it, whatever its status says.
-  if (!data_ok(result))
-    out.push_back(
-        {Level::fail, VerdictKind::data, "data check", fmt::format("{} wrong elements", wrong_elements(result)), ""});
-  else if (!result.checked)
-    out.push_back({Level::info, VerdictKind::data, "data check", "data not checked (--no-check)", ""});
-  else
-    out.push_back({Level::ok, VerdictKind::data, "data check", "every checked element was right", ""});
-  if (!result.complete)
-    out.push_back({Level::warn, VerdictKind::complete, "run",
-                   result.end_reason.empty() ? "the run did not finish (interrupted, or still running)"
-                                             : "the run did not finish: " + result.end_reason,
-                   ""});
-  for (const Finding& f : result.findings)
-    out.push_back({Level::warn, VerdictKind::finding, join(f.hosts), f.message, ""});
+  if (!data_ok(result)) {
+    Verdict v = make_verdict(Level::fail, VerdictKind::data, "data check",
+                             fmt::format("{} wrong elements", wrong_elements(result)));
+    v.cause_kind = "wrong_data";
+    v.cause =
+        "a collective returned values other than the exact reduction of the pattern: memory, a GPU or NIC "
+        "corrupting data, or a library bug";
+    v.fix =
+        "run the sweep again on the nodes the records name with --iters 1 and check each node alone "
+        "(fabricbench sweep on one node); report the failing node to the provider";
+    out.push_back(std::move(v));
+  } else if (!result.checked) {
+    out.push_back(make_verdict(Level::info, VerdictKind::data, "data check", "data not checked (--no-check)"));
+  } else {
+    out.push_back(make_verdict(Level::ok, VerdictKind::data, "data check", "every checked element was right"));
+  }
+  if (!result.complete) {
+    Verdict v = make_verdict(Level::warn, VerdictKind::complete, "run",
+                             result.end_reason.empty() ? "the run did not finish (interrupted, or still running)"
+                                                       : "the run did not finish: " + result.end_reason);
+    v.cause_kind = "incomplete";
+    v.cause = result.end_reason.empty() ? "the file was saved before the run ended" : result.end_reason;
+    v.fix =
+        "the file holds every point that finished; run again (with a larger --timeout if a step outlived it) "
+        "for the rest";
+    out.push_back(std::move(v));
+  }
+  // Slow nodes and links, what NCCL used, the topology's anomalies: each
+  // with its cause and fix, worst first.
+  for (const Cause& c : find_causes(result)) out.push_back(verdict_of(c));
   // Placement and storage: the islands and the storage figures inform; an
   // oversubscribed bisection and files left behind warn.
   if (result.islands && result.islands->islands.size() > 1)
-    out.push_back({Level::info, VerdictKind::finding, "latency islands", result.islands->message, ""});
-  if (result.bisection && result.bisection->oversubscription)
-    out.push_back({result.bisection->blocking ? Level::warn : Level::ok, VerdictKind::finding, "bisection",
-                   result.bisection->message, ""});
+    out.push_back(make_verdict(Level::info, VerdictKind::finding, "latency islands", result.islands->message));
+  if (result.bisection && result.bisection->oversubscription) {
+    Verdict v = make_verdict(result.bisection->blocking ? Level::warn : Level::ok, VerdictKind::finding, "bisection",
+                             result.bisection->message);
+    if (result.bisection->blocking) {
+      v.cause_kind = "oversubscribed";
+      v.cause =
+          "half the nodes sending to the other half moved less together than the pairs alone: the switches' "
+          "uplinks between them carry less than the nodes can send";
+      v.fix =
+          "ask the provider for the fabric's oversubscription ratio; keep jobs that all-reduce across halves "
+          "within one leaf switch (the latency islands show them), or expect this ratio at full scale";
+    }
+    out.push_back(std::move(v));
+  }
   if (result.storage) {
     const StorageResult& s = *result.storage;
-    out.push_back({Level::info, VerdictKind::finding, "storage", s.message, ""});
-    if (s.files_removed < s.files_written)
-      out.push_back({Level::warn, VerdictKind::finding, "storage",
-                     fmt::format("{} of {} test files could not be removed from {}", s.files_written - s.files_removed,
-                                 s.files_written, s.path),
-                     ""});
+    out.push_back(make_verdict(Level::info, VerdictKind::finding, "storage", s.message));
+    if (s.files_removed < s.files_written) {
+      Verdict v = make_verdict(Level::warn, VerdictKind::finding, "storage",
+                               fmt::format("{} of {} test files could not be removed from {}",
+                                           s.files_written - s.files_removed, s.files_written, s.path));
+      v.cause_kind = "files_left";
+      v.cause = "the run ended, or a node lost the folder, before each writer removed its file";
+      v.fix = s.files_left.empty() ? fmt::format("remove fabricbench's test files from {} by hand", s.path)
+                                   : fmt::format("remove by hand: {}", join_paths(s.files_left));
+      out.push_back(std::move(v));
+    }
   }
-  if (result.topology)
-    for (const Anomaly& a : result.topology->anomalies)
-      out.push_back({Level::warn, VerdictKind::anomaly, a.device.empty() ? a.host : a.host + " " + a.device,
-                     fmt::format("{}: {}", a.kind, a.detail), ""});
+  // A ladder level above the NIC-bound ceiling: tree and NVLS algorithms
+  // move less than the busbw formula assumes; said, never a false alarm.
   if (result.scaling)
     for (const LevelResult& l : result.scaling->levels)
       if (!l.warning.empty())
-        out.push_back(
-            {Level::warn, VerdictKind::ladder, fmt::format("{} {}", name(l.op), level_label(l)), l.warning, ""});
+        out.push_back(make_verdict(Level::info, VerdictKind::ladder, fmt::format("{} {}", name(l.op), level_label(l)),
+                                   l.warning));
   return out;
 }
 
 namespace {
+
+std::vector<Evidence> figure_evidence(const Measured& m, const ReferencePoint& point) {
+  return {{fmt::format("{} at {}", m.what, format_size(m.bytes)), *m.value, "GB/s"},
+          {"expected", point.gbs, "GB/s"},
+          {"share of expected", 100.0 * *m.value / point.gbs, "%"}};
+}
+
+// The layers a reference figure measures: what a cause must weigh on to
+// explain it.
+std::vector<FabricLayer> layers_of(ReferenceFigure figure, int nodes) {
+  switch (figure) {
+    case ReferenceFigure::allreduce_busbw:
+      return nodes > 1 ? std::vector<FabricLayer>{FabricLayer::across_nodes, FabricLayer::within_node}
+                       : std::vector<FabricLayer>{FabricLayer::within_node};
+    case ReferenceFigure::p2p_per_nic_gbs:
+      return {FabricLayer::across_nodes};
+    case ReferenceFigure::topo_h2d_gbs:
+    case ReferenceFigure::topo_d2h_gbs:
+      return {FabricLayer::host_device};
+  }
+  return {};
+}
+
+// A reference verdict below its figure gets the causes that weigh on the
+// figure's layers, worst first: the first gives the fix, the others are
+// named. With none, it says what was looked at and what to do next.
+void explain(Verdict& v, ReferenceFigure figure, const RunResult& result, const std::vector<Cause>& causes) {
+  if (v.level < Level::warn) return;
+  const std::vector<FabricLayer> layers = layers_of(figure, result.run.nodes);
+  std::vector<const Cause*> bearing;
+  for (const Cause& c : causes)
+    if (c.level >= Level::warn &&
+        std::any_of(layers.begin(), layers.end(), [&c](FabricLayer l) { return bears_on(c, l); }))
+      bearing.push_back(&c);
+  if (!bearing.empty()) {
+    const Cause& first = *bearing.front();
+    v.cause_kind = first.kind;
+    v.cause = fmt::format("{} ({})", first.observed, first.cause);
+    for (std::size_t i = 1; i < bearing.size() && i < 4; ++i) v.cause += fmt::format("; also {}", bearing[i]->observed);
+    if (bearing.size() > 4) v.cause += fmt::format("; and {} more below", bearing.size() - 4);
+    v.fix = first.fix;
+    for (const Cause* c : bearing)
+      for (const std::string& h : c->hosts)
+        if (std::find(v.hosts.begin(), v.hosts.end(), h) == v.hosts.end()) v.hosts.push_back(h);
+    return;
+  }
+  v.cause_kind = "unexplained";
+  const bool nccl = result.run.transport == "nccl";
+  std::vector<std::string> looked{"the topology", "the configuration"};
+  if (nccl && result.nccl) looked.emplace_back("NCCL's own log");
+  if (result.pairs) looked.emplace_back("the pair matrix");
+  const std::string last = looked.back();
+  looked.pop_back();
+  v.cause = fmt::format("nothing probed or captured explains it: {} and {} show no fault that weighs on it ({}){}",
+                        join(looked), last, name(layers.front()),
+                        nccl && !result.nccl ? "; NCCL's log was not captured" : "");
+  switch (figure) {
+    case ReferenceFigure::allreduce_busbw:
+      v.fix = fmt::format(
+          "run nccl-tests' all_reduce_perf at the same size and rank count on the same nodes; if it agrees, send "
+          "both results and the reference's source to the provider{}",
+          result.run.nodes > 1 && !result.pairs ? ", and run `fabricbench p2p` to find a slow node or link" : "");
+      break;
+    case ReferenceFigure::p2p_per_nic_gbs:
+      v.fix =
+          "send the pair matrix and the reference's source to the provider, and ask for the NICs' and switch "
+          "ports' error counters (`perfquery`, `ethtool -S`)";
+      break;
+    case ReferenceFigure::topo_h2d_gbs:
+    case ReferenceFigure::topo_d2h_gbs:
+      v.fix =
+          "bind each rank to its GPU's NUMA node (`mpirun --bind-to numa`) and measure again with `fabricbench "
+          "topo`; if it stays low, ask the provider to check the GPU's PCIe slot";
+      break;
+  }
+}
 
 // The all-reduce verdict: the reference for the run's node count and NCCL's
 // algorithm (allreduce_references), at the measured size.
@@ -648,6 +752,7 @@ Verdict allreduce_verdict(const RunResult& result, const Hardware& hw, const Mea
     return v;
   }
   v.level = judge(*m.value, point->gbs, expectations);
+  v.evidence = figure_evidence(m, *point);
   v.reason =
       fmt::format("{} {} GB/s{} is {:.0f}% of the {} expected for {} ({})", m.what, gbs(*m.value), algorithm_text,
                   100.0 * *m.value / point->gbs, expected_text(ref, *point), ref.label, entry_text(ref, *point));
@@ -663,8 +768,8 @@ Verdict allreduce_verdict(const RunResult& result, const Hardware& hw, const Mea
 std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectations& expectations) {
   std::vector<Verdict> out;
   if (!result.topology || result.topology->nodes.empty()) {
-    out.push_back(
-        {Level::info, VerdictKind::reference, "expectations", "no reference (no GPU/NIC topology in this run)", ""});
+    out.push_back(make_verdict(Level::info, VerdictKind::reference, "expectations",
+                               "no reference (no GPU/NIC topology in this run)"));
     return out;
   }
   const Hardware hw = detect_hardware(*result.topology);
@@ -676,14 +781,16 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
     by_figure[r.figure].push_back(&r);
   }
   if (figures.empty()) {
-    out.push_back(
-        {Level::info, VerdictKind::reference, "expectations", fmt::format("no reference for {}", describe(hw)), ""});
+    out.push_back(make_verdict(Level::info, VerdictKind::reference, "expectations",
+                               fmt::format("no reference for {}", describe(hw))));
     return out;
   }
+  const std::vector<Cause> causes = find_causes(result);
   for (const ReferenceFigure figure : figures) {
     const Measured m = measure_figure(result, hw, figure);
     if (figure == ReferenceFigure::allreduce_busbw) {
       out.push_back(allreduce_verdict(result, hw, m, expectations, by_figure[figure]));
+      explain(out.back(), figure, result, causes);
       continue;
     }
     const std::vector<const Reference*>& refs = by_figure[figure];
@@ -708,12 +815,14 @@ std::vector<Verdict> reference_verdicts(const RunResult& result, const Expectati
           format_size(ref.points.front().bytes));
     } else {
       v.level = judge(*m.value, point->gbs, expectations);
+      v.evidence = figure_evidence(m, *point);
       v.reason =
           fmt::format("{} {} GB/s is {:.0f}% of the {} expected for {} ({})", m.what, gbs(*m.value),
                       100.0 * *m.value / point->gbs, expected_text(ref, *point), ref.label, entry_text(ref, *point));
       for (const Reference* other : refs)
         if (other != &ref) v.reason += fmt::format("; {} {}", expected_text(*other), other->label);
     }
+    explain(v, figure, result, causes);
     out.push_back(std::move(v));
   }
   return out;
@@ -725,6 +834,11 @@ void require_reference(std::vector<Verdict>& reference_verdicts) {
     if (v.kind != VerdictKind::reference || v.subject != "expectations" || v.level != Level::info) continue;
     v.level = Level::warn;
     v.reason += "; give --expect";
+    v.cause_kind = "no_reference";
+    v.cause = "--expect-reference asks for a reference, and none covers this hardware or run";
+    v.fix =
+        "give the figures your provider promises as --expect gates (e.g. --expect 'allreduce.busbw>=350'), or "
+        "an expectations file with --expectations";
   }
 }
 

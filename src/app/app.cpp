@@ -27,6 +27,7 @@
 #include "fabricbench/comm/layout.hpp"
 #include "fabricbench/core/budget.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/core/json_fields.hpp"
 #include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/signal_relay.hpp"
 #include "fabricbench/core/watchdog.hpp"
@@ -41,6 +42,7 @@
 #include "fabricbench/output/printer.hpp"
 #include "fabricbench/results/result_json.hpp"
 #include "fabricbench/topology/topology_probe.hpp"
+#include "fabricbench/transport/nccl_log.hpp"
 
 extern char** environ;  // NOLINT(readability-redundant-declaration)
 
@@ -122,6 +124,9 @@ struct LastSaved {
 // how long it ran (and so what it cost).
 void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start, LastSaved& last) {
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The file carries its verdicts, as `report` would judge it now.
+  result.verdicts.clear();
+  result.verdicts = judge_run(result, config.report, expectations_with(config.report.expectations_text)).verdicts;
   {
     const std::lock_guard lock(last.mutex);
     last.result = result;
@@ -199,6 +204,8 @@ class RunPipeline {
       const std::vector<Phase> later(planned.begin() + static_cast<std::ptrdiff_t>(i) + 1, planned.end());
       run_phase(planned[i], later);
     }
+    // The world communicator has made its connections (the sweep's warm-ups).
+    nccl_usage();
     // p2p --sweep runs alone (its command has no other phase).
     if (wants_p2p_sweep()) p2p_sweep();
     if (config_.model.enabled()) model_parallel();
@@ -416,6 +423,40 @@ class RunPipeline {
     result_.scaling = std::move(scaling);
   }
 
+  // What NCCL's log says it used, read on every rank and gathered to rank 0
+  // (nothing on a transport whose library logs no connections).
+  void nccl_usage() {
+    const std::optional<ConnectionLog> log = transport_->connection_log();
+    if (!log) return;  // the same transport on every rank: all or none
+    Watchdog::note_phase("nccl usage");
+    const NcclRankUsage mine = read_nccl_log(
+        log->text, world_.rank(), std::string(),
+        [this](int r) {
+          return r >= 0 && static_cast<std::size_t>(r) < layout_.node_of_rank.size()
+                     ? layout_.node_of_rank[static_cast<std::size_t>(r)]
+                     : -1;
+        },
+        log->device);
+    const std::string note = log->note.empty() ? std::string() : fmt::format("rank {}: {}", world_.rank(), log->note);
+    // NCCL's lines may hold bytes that are not UTF-8 (a host name): replaced
+    // in transit; the host itself comes from the layout on rank 0.
+    const std::vector<std::string> all = world_.allgather(
+        fields::to_value(mine).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + '\n' + note);
+    if (!lead_) return;
+    NcclUsage usage;
+    for (const std::string& entry : all) {
+      const std::size_t cut = entry.find('\n');
+      NcclRankUsage rank = fields::read<NcclRankUsage>(nlohmann::json::parse(entry.substr(0, cut)), "nccl.ranks");
+      rank.host =
+          layout_.hostnames[static_cast<std::size_t>(layout_.node_of_rank[static_cast<std::size_t>(rank.rank)])];
+      usage.ranks.push_back(std::move(rank));
+      if (cut + 1 < entry.size()) usage.notes.push_back(entry.substr(cut + 1));
+    }
+    printers_.nccl_usage(usage);
+    result_.nccl = std::move(usage);
+    save(config_, result_, started_, last_);
+  }
+
   // After the pair matrix: the pipeline's stage links come from it.
   void model_parallel() {
     Watchdog::note_phase("model-parallel projection");
@@ -542,7 +583,7 @@ class RunPipeline {
     std::vector<ReportRun> runs;
     runs.push_back(
         {config_.json_path.empty() ? std::string("this run") : config_.json_path, result_, {}, Level::ok, {}});
-    const Report report = build_report(std::move(runs), rc, builtin_expectations());
+    const Report report = build_report(std::move(runs), rc, expectations_with(rc.expectations_text));
     printers_.finalize(report);
     const bool asked = !rc.expects.empty() || rc.expect_reference || rc.fail_on_warn;
     const int judged = asked ? report.exit_code : exit_ok;

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <array>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <fstream>
 #include <optional>
 #include <sstream>
 
@@ -165,6 +167,7 @@ struct RawOptions {
   // NCCL transport.
   int gpus = defaults().gpu.gpus;
   bool allow_shared_gpu = defaults().gpu.allow_shared;
+  bool nccl_diagnostics = false;
   bool graph = defaults().gpu.graph;
   int graph_launches = 0;  // -G N, as nccl-tests
   double timeout_s = defaults().gpu.timeout_s;
@@ -215,6 +218,7 @@ struct RawOptions {
   // Decisions: gates, references, prices (run and report), report outputs.
   std::vector<std::string> expects;
   bool expect_reference = false;
+  std::string expectations;
   bool fail_on_warn = false;
   std::optional<double> price_per_gpu_hour;
   std::optional<double> price_per_node_hour;
@@ -325,6 +329,9 @@ void add_transport_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_flag("--allow-shared-gpu", o.allow_shared_gpu,
                "nccl: allow several ranks on one GPU (a functional check only: they measure each other)");
   cmd.add_flag("--graph", o.graph, "nccl: capture each timed batch in a CUDA graph");
+  cmd.add_flag("--nccl-diagnostics", o.nccl_diagnostics,
+               "nccl: run NCCL's own diagnostics (NCCL 2.31 and newer) as the communicators are made and fold "
+               "their lines into the findings");
   cmd.add_option("-G", o.graph_launches, "nccl-tests' -G N: any N above 0 is --graph (each timed batch is one graph)");
   cmd.add_option(
       "-T,--timeout", o.timeout_s,
@@ -452,6 +459,9 @@ void add_gate_options(CLI::App& cmd, RawOptions& o, Command) {
                  "'allgather.busbw@64M>=100', 'scale.efficiency@2>=0.9', 'topo.h2d_gbs>=40' (failing: exit 3)");
   cmd.add_flag("--expect-reference", o.expect_reference,
                "Gate on the built-in reference figures for the detected hardware (FAIL: exit 3; no reference: WARN)");
+  cmd.add_option("--expectations", o.expectations,
+                 "A provider's spec file (fabricbench.expectations/2 JSON, as src/data/expectations.json): its "
+                 "references replace the built-in ones of each figure it gives");
   cmd.add_flag("--fail-on-warn", o.fail_on_warn, "Exit 1 when the verdict is WARN");
   cmd.add_option("--price-per-gpu-hour", o.price_per_gpu_hour,
                  "Price of one GPU for an hour (any currency), for the cost");
@@ -688,6 +698,20 @@ std::vector<std::size_t> parse_sizes(const RawOptions& o, const SizeRange& range
 void apply_decision_options(const RawOptions& o, ReportConfig& report) {
   report.expects = o.expects;
   report.expect_reference = o.expect_reference;
+  if (!o.expectations.empty()) {
+    std::ifstream in(o.expectations, std::ios::binary);
+    std::ostringstream text;
+    if (in) text << in.rdbuf();
+    if (!in || in.bad())
+      throw UsageError(fmt::format("--expectations {}: cannot be read ({})", o.expectations, errno_text(errno)));
+    report.expectations_path = o.expectations;
+    report.expectations_text = text.str();
+    try {
+      (void)parse_expectations(report.expectations_text);
+    } catch (const UsageError& e) {
+      throw UsageError(fmt::format("--expectations {}: {}", o.expectations, e.what()));
+    }
+  }
   report.fail_on_warn = o.fail_on_warn;
   report.profile = o.profile;
   report.files = o.files;
@@ -1035,7 +1059,7 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
         fmt::format("--timeout {}: must be at least 1 second (the deadline covers start-up too)", o.timeout_s));
   if (!(o.timeout_s <= longest_timeout_s))
     throw UsageError(fmt::format("--timeout {}: must be at most {} seconds", o.timeout_s, longest_timeout_s));
-  c.gpu = {o.gpus, o.allow_shared_gpu, o.graph || o.graph_launches > 0, o.timeout_s};
+  c.gpu = {o.gpus, o.allow_shared_gpu, o.graph || o.graph_launches > 0, o.timeout_s, o.nccl_diagnostics};
   c.sysfs_root = o.sysfs_root;
   c.procfs_root = o.procfs_root;
   c.measure_topology = !o.no_measure;

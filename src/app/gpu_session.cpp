@@ -79,6 +79,9 @@ std::unique_ptr<Transport> start_nccl(const RunConfig& config, const Comm& world
   }
   agree_on_error(world, error);
   NcclOptions options;
+  // Threads of one process (--gpus) share NCCL's log settings: not captured.
+  options.capture_connections = config.gpu.gpus == 0;
+  options.diagnostics = config.gpu.nccl_diagnostics;
   options.device = chosen.device;
   options.graph = config.gpu.graph;
   options.timeout = timeout_of(config);

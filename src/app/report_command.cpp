@@ -25,7 +25,7 @@ int run_report(const RunConfig& config, std::ostream& out) {
   check_distinct_outputs({{"--csv", config.csv_path}, {"--html", rc.html_path}}, rc.files);
   std::vector<ReportRun> runs;
   for (const std::string& path : rc.files) runs.push_back({path, read_result_file(path), {}, Level::ok, {}});
-  const Report report = build_report(std::move(runs), rc, builtin_expectations());
+  const Report report = build_report(std::move(runs), rc, expectations_with(rc.expectations_text));
   // The text holds host names, reasons and messages from the files: no
   // escape sequence of theirs reaches the terminal.
   PrinterMultiplex printers;

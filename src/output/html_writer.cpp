@@ -17,6 +17,7 @@
 #include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/output/file_writers.hpp"
+#include "fabricbench/output/sections.hpp"
 #include "fabricbench/output/topology_summary.hpp"
 
 namespace fabricbench {
@@ -538,6 +539,8 @@ void verdict_list(const std::vector<Verdict>& verdicts, std::ostream& out) {
         "<tr><td><span class=\"badge {}\">{}</span></td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
         "<td class=\"l\">{}",
         level_class(v.level), name(v.level), esc(name(v.kind)), esc(v.subject), esc(v.reason));
+    if (!v.cause.empty()) out << "<div class=\"cause\"><b>cause:</b> " << esc(v.cause) << "</div>";
+    if (!v.fix.empty()) out << "<div class=\"fix\"><b>fix:</b> " << esc(v.fix) << "</div>";
     if (!v.source.empty()) out << "<div class=\"src\">source: " << esc(v.source) << "</div>";
     out << "</td></tr>\n";
   }
@@ -782,6 +785,18 @@ void write_report_html(const Report& report, std::ostream& out) {
   }
 
   algorithm_section(report, out);
+
+  // What NCCL used, per run that captured NCCL's log.
+  bool nccl_header = false;
+  for (const ReportRun& run : report.runs) {
+    if (!run.result.nccl) continue;
+    if (!nccl_header) out << "<section id=\"nccl-usage\">\n<h2>What NCCL used</h2>\n";
+    nccl_header = true;
+    out << fmt::format("<h3>{}</h3>\n<pre>", esc(run.path));
+    for (const std::string& line : nccl_usage_lines(*run.result.nccl)) out << esc(line) << '\n';
+    out << "</pre>\n";
+  }
+  if (nccl_header) out << "</section>\n";
 
   if (report.runs.size() > 1 && !report.compare.empty()) {
     out << "<section id=\"comparison\">\n<h2>Comparison</h2>\n<p>busbw in GB/s, mean ± standard deviation over each "

@@ -97,6 +97,9 @@ class TerminalSafePrinter final : public Printer {
   void islands(const IslandsResult& islands) override {
     step([&](Printer& p) { p.islands(islands); });
   }
+  void nccl_usage(const NcclUsage& usage) override {
+    step([&](Printer& p) { p.nccl_usage(usage); });
+  }
   void model_parallel(const ModelParallelResult& projection) override {
     step([&](Printer& p) { p.model_parallel(projection); });
   }
@@ -185,6 +188,10 @@ void PrinterMultiplex::pairs(const PairsResult& pairs, const std::vector<Finding
 
 void PrinterMultiplex::islands(const IslandsResult& islands) {
   for (const auto& p : printers_) p->islands(islands);
+}
+
+void PrinterMultiplex::nccl_usage(const NcclUsage& usage) {
+  for (const auto& p : printers_) p->nccl_usage(usage);
 }
 
 void PrinterMultiplex::model_parallel(const ModelParallelResult& projection) {

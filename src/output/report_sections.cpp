@@ -74,6 +74,8 @@ void print_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostr
   out << fmt::format("#\n# Verdict: {}\n", name(level));
   for (const Verdict& v : verdicts) {
     out << fmt::format("#   {:<4} {:<9} {}: {}\n", name(v.level), name(v.kind), v.subject, v.reason);
+    if (!v.cause.empty()) out << fmt::format("#        cause: {}\n", v.cause);
+    if (!v.fix.empty()) out << fmt::format("#        fix: {}\n", v.fix);
     if (!v.source.empty()) out << fmt::format("#        source: {}\n", v.source);
   }
 }
@@ -101,6 +103,7 @@ void print_report(const Report& report, std::ostream& out) {
     if (r.gpu_ladder) print_gpu_ladder(*r.gpu_ladder, out);
     if (r.pairs) print_pairs(*r.pairs, r.findings, out);
     if (r.islands) print_islands(*r.islands, out);
+    if (r.nccl) print_nccl_usage(*r.nccl, out);
     if (r.bisection) print_bisection(*r.bisection, out);
     if (r.storage) print_storage(*r.storage, out);
     if (r.budget) print_budget(*r.budget, r.duration_s, out);

@@ -59,6 +59,8 @@ void TerminalPrinter::pairs(const PairsResult& pairs, const std::vector<Finding>
 
 void TerminalPrinter::islands(const IslandsResult& islands) { print_islands(islands, *out_); }
 
+void TerminalPrinter::nccl_usage(const NcclUsage& usage) { print_nccl_usage(usage, *out_); }
+
 void TerminalPrinter::model_parallel(const ModelParallelResult& projection) { print_model_parallel(projection, *out_); }
 
 void TerminalPrinter::bisection(const BisectionResult& bisection) { print_bisection(bisection, *out_); }

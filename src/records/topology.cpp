@@ -52,4 +52,23 @@ std::string gpu_list(std::vector<int> indices) {
   return fmt::format("GPU{} {}", indices.size() == 1 ? "" : "s", fmt::join(parts, ", "));
 }
 
+std::optional<double> pcie_lane_gbs(int gen) {
+  switch (gen) {
+    case 1:
+      return 2.5 * 8 / 10 / 8;
+    case 2:
+      return 5.0 * 8 / 10 / 8;
+    case 3:
+      return 8.0 * 128 / 130 / 8;
+    case 4:
+      return 16.0 * 128 / 130 / 8;
+    case 5:
+      return 32.0 * 128 / 130 / 8;
+    case 6:
+      return 64.0 * 242 / 256 / 8;
+    default:
+      return std::nullopt;
+  }
+}
+
 }  // namespace fabricbench

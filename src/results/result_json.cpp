@@ -68,6 +68,8 @@ ojson document(const RunResult& result, bool streamed) {
   if (result.islands) doc["islands"] = to_value(*result.islands);
   if (result.bisection) doc["bisection"] = to_value(*result.bisection);
   if (result.storage) doc["storage"] = to_value(*result.storage);
+  if (result.nccl) doc["nccl"] = to_value(*result.nccl);
+  if (!result.verdicts.empty()) doc["verdicts"] = to_value(result.verdicts);
   return doc;
 }
 
@@ -100,6 +102,8 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   if (const auto i = doc.find("islands"); i != doc.end()) r.islands = read<IslandsResult>(*i, "islands");
   if (const auto b = doc.find("bisection"); b != doc.end()) r.bisection = read<BisectionResult>(*b, "bisection");
   if (const auto s = doc.find("storage"); s != doc.end()) r.storage = read<StorageResult>(*s, "storage");
+  if (const auto n = doc.find("nccl"); n != doc.end()) r.nccl = read<NcclUsage>(*n, "nccl");
+  if (const auto v = doc.find("verdicts"); v != doc.end()) r.verdicts = read<std::vector<Verdict>>(*v, "verdicts");
   return r;
 }
 

@@ -131,25 +131,6 @@ std::string lower(std::string s) {
 
 }  // namespace
 
-std::optional<double> pcie_lane_gbs(int gen) {
-  switch (gen) {
-    case 1:
-      return 2.5 * 8 / 10 / 8;
-    case 2:
-      return 5.0 * 8 / 10 / 8;
-    case 3:
-      return 8.0 * 128 / 130 / 8;
-    case 4:
-      return 16.0 * 128 / 130 / 8;
-    case 5:
-      return 32.0 * 128 / 130 / 8;
-    case 6:
-      return 64.0 * 242 / 256 / 8;
-    default:
-      return std::nullopt;
-  }
-}
-
 AcsReading acs_from_config(std::string_view config) {
   AcsReading r;
   constexpr std::size_t extended = 0x100;

@@ -136,13 +136,14 @@ AlgorithmChoice choice_from_nccl_log(std::string_view log, Op op) {
           fmt::format("NCCL wrote no tuning line for {} in the captured iteration", function)};
 }
 
-NcclLogCapture::NcclLogCapture(Reset reset, const Getenv& getenv) : reset_(std::move(reset)) {
+NcclLogCapture::NcclLogCapture(Reset reset, const Getenv& getenv, std::string subsystems)
+    : reset_(std::move(reset)), subsystems_(std::move(subsystems)) {
   for (Saved& s : saved_)
     if (const char* v = getenv(s.name)) s.value = v;
   if (saved_[2].value) {
     reason_ =
         "not captured: NCCL_DEBUG_FILE is set, and NCCL reopens that file with \"w\" when its log restarts, which "
-        "would truncate it; unset it to record NCCL's algorithm";
+        "would truncate it; unset it to record what NCCL chose and used";
     return;
   }
   if (!reset_) {
@@ -174,7 +175,7 @@ void NcclLogCapture::begin() {
   if (!available() || capturing_) return;
   // NOLINTBEGIN(concurrency-mt-unsafe): the calling thread only, between operations (see the header)
   ::setenv("NCCL_DEBUG", "INFO", 1);
-  ::setenv("NCCL_DEBUG_SUBSYS", "TUNING", 1);
+  ::setenv("NCCL_DEBUG_SUBSYS", subsystems_.c_str(), 1);
   ::setenv("NCCL_DEBUG_FILE", file_.c_str(), 1);
   // NOLINTEND(concurrency-mt-unsafe)
   capturing_ = true;
@@ -199,19 +200,24 @@ std::string NcclLogCapture::finish() {
   reset_();
   // NCCL writes its log line-buffered and keeps the file open until its log
   // next restarts; what the iteration wrote is there. The file is removed
-  // now, so the next capture starts from an empty one.
+  // now, so the next capture starts from an empty one. No file: NCCL wrote
+  // nothing (a rank other than the communicator's first).
+  return take_private_file(file_, max_log_bytes);
+}
+
+std::string take_private_file(const std::string& path, std::size_t limit) {
   std::string text;
-  const int fd = ::open(file_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0) return text;  // NCCL wrote nothing (a rank other than the communicator's first)
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0) return text;
   std::array<char, 65536> chunk{};
-  while (text.size() < max_log_bytes) {
+  while (text.size() < limit) {
     const ssize_t got = ::read(fd, chunk.data(), chunk.size());
     if (got < 0 && errno == EINTR) continue;
     if (got <= 0) break;
     text.append(chunk.data(), static_cast<std::size_t>(got));
   }
   ::close(fd);
-  ::unlink(file_.c_str());
+  ::unlink(path.c_str());
   return text;
 }
 

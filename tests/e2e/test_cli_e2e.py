@@ -146,6 +146,70 @@ class Sweep(unittest.TestCase):
         self.assertLess(len(seen), len(order))
 
 
+class Verdicts(unittest.TestCase):
+    """The result file carries its verdicts; `report` computes the same list
+    again; a provider's references replace the built-in ones."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+        self.json = os.path.join(self.dir.name, "r.json")
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    @staticmethod
+    def printed(stdout):
+        # "#   WARN kind      subject: reason" lines of the summary, in order.
+        out = []
+        for line in stdout.splitlines():
+            parts = line.split(None, 3)
+            if len(parts) == 4 and parts[0] == "#" and parts[1] in ("OK", "INFO", "WARN", "FAIL"):
+                out.append((parts[1], parts[2]))
+        return out
+
+    def test_the_file_s_verdicts_are_what_report_prints_worst_first(self):
+        proc = mpirun(2, "run", "--sizes", "1K,64K", "--iters", "2", "--warmup", "1", "--json", self.json,
+                      "--expect", "allreduce.busbw>=1000000")
+        self.assertEqual(proc.returncode, 3, proc.stderr)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            verdicts = json.load(f)["verdicts"]
+        levels = [v["level"] for v in verdicts]
+        rank = {"FAIL": 3, "WARN": 2, "OK": 1, "INFO": 0}
+        self.assertEqual(levels, sorted(levels, key=lambda l: -rank[l]), "worst first")
+        self.assertEqual(verdicts[0]["kind"], "gate")
+        self.assertIn("achievable", [v["kind"] for v in verdicts])
+        for v in verdicts:
+            if v["level"] in ("WARN", "FAIL") and v["kind"] != "gate":
+                self.assertTrue(v.get("cause") and v.get("fix"), v)
+        again = subprocess.run([ARGS.binary, "report", self.json, "--expect", "allreduce.busbw>=1000000"],
+                               capture_output=True, text=True, timeout=60)
+        self.assertEqual(again.returncode, 3, again.stderr)
+        self.assertEqual(self.printed(again.stdout), [(v["level"], v["kind"]) for v in verdicts])
+        self.assertEqual(self.printed(proc.stdout), [(v["level"], v["kind"]) for v in verdicts])
+
+    def test_a_provider_s_references_replace_the_built_in_ones(self):
+        spec = os.path.join(self.dir.name, "provider.json")
+        with open(spec, "w", encoding="utf-8") as f:
+            json.dump({"schema": "fabricbench.expectations/2", "warn_at": 0.9, "fail_below": 0.7, "references": [
+                {"id": "provider-pcie-h2d", "label": "provider's promise", "figure": "topo.h2d_gbs", "match": {},
+                 "points": [{"bytes": 0, "gbs": 1000}], "source": "the provider's spec sheet"}]}, f)
+        proc = subprocess.run([ARGS.binary, "report", os.path.join(ARGS.golden, "run_a.json"), "--expectations",
+                               spec, "--expect-reference"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(proc.returncode, 3, proc.stdout + proc.stderr)
+        self.assertIn("provider's promise", proc.stdout)
+        self.assertIn("source: the provider's spec sheet", proc.stdout)
+        self.assertNotIn("pcie-gen5-x16-h2d", proc.stdout)  # replaced
+        self.assertIn("infiniband-ndr-400", proc.stdout)  # other figures keep the built-in ones
+        with open(spec, "w", encoding="utf-8") as f:
+            f.write('{"schema": "fabricbench.expectations/2"}')
+        bad = subprocess.run([ARGS.binary, "report", os.path.join(ARGS.golden, "run_a.json"), "--expectations",
+                              spec], capture_output=True, text=True, timeout=60)
+        self.assertEqual(bad.returncode, 2)
+        self.assertEqual(len(bad.stderr.strip().splitlines()), 1, bad.stderr)
+        self.assertTrue(bad.stderr.startswith(f"fabricbench: error: --expectations {spec}: "), bad.stderr)
+
+
 class BadInput(unittest.TestCase):
     CASES = [
         (["--ops", "allreduce,bogus"], r"--ops: unknown op 'bogus'"),
@@ -425,5 +489,6 @@ if __name__ == "__main__":
     parser.add_argument("--mpirun", required=True)
     parser.add_argument("--schema", required=True)
     parser.add_argument("--validator", required=True)
+    parser.add_argument("--golden", required=True)
     ARGS, rest = parser.parse_known_args()
     unittest.main(argv=[sys.argv[0], "-v", *rest])

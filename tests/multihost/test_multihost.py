@@ -129,6 +129,16 @@ class MultiHost(TestBedCase):
         findings = doc["findings"]
         self.assertEqual([(f["kind"], f["hosts"]) for f in findings], [("slow_node", ["node2"])], findings)
         self.assertIn("slow node node2", proc.stdout)
+        # The verdict the file carries: the node, its pair figures, a cause and a fix naming it.
+        slow = [v for v in doc["verdicts"] if v.get("cause_kind") == "slow_node"]
+        self.assertEqual(len(slow), 1, doc["verdicts"])
+        self.assertEqual((slow[0]["level"], slow[0]["hosts"]), ("WARN", ["node2"]))
+        self.assertIn("node2", slow[0]["fix"])
+        self.assertTrue(slow[0]["cause"])
+        figures = {e["what"]: e["value"] for e in slow[0]["evidence"]}
+        self.assertAlmostEqual(figures["links of node2"], findings[0]["value_gbs"], places=9)
+        self.assertAlmostEqual(figures["median of the nodes"], findings[0]["reference_gbs"], places=9)
+        self.assertIn("#        fix: leave node2 out", proc.stdout)
         links = {(l["from"], l["to"]): l["bandwidth_gbs"] for l in doc["pairs"]["links"]}
         self.assertEqual(len(links), 12)
         slow = [v for (a, b), v in links.items() if 2 in (a, b)]
@@ -161,7 +171,8 @@ class MultiHost(TestBedCase):
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
         with open(self.json, encoding="utf-8") as f:
-            topo = json.load(f)["topology"]
+            doc = json.load(f)
+        topo = doc["topology"]
         self.assertEqual([(c["host"], c["ranks"]) for c in topo["configuration"]],
                          [("node0", [0, 1]), ("node1", [2, 3]), ("node2", [4, 5]), ("node3", [6, 7])])
         found = [(a["kind"], a["host"]) for a in topo["anomalies"]]
@@ -170,6 +181,14 @@ class MultiHost(TestBedCase):
         details = {a["kind"]: a["detail"] for a in topo["anomalies"]}
         self.assertIn(f"MTU 1400; most ranks (6 of 8) have {mtu}", details["mtu_mismatch"])
         self.assertIn("NCCL_PROTO=LL; most ranks (6 of 8) have NCCL_PROTO unset", details["setting_drift"])
+        # Each is a verdict with a cause and a fix that name its host.
+        warned = {v["cause_kind"]: v for v in doc["verdicts"] if v["level"] == "WARN"}
+        for kind, host in (("setting_drift", "node3"), ("nccl_forced", "node3"), ("mtu_mismatch", "node2")):
+            self.assertEqual(warned[kind]["hosts"], [host], warned[kind])
+            self.assertTrue(warned[kind]["cause"], warned[kind])
+            self.assertIn(host, warned[kind]["fix"], warned[kind])
+        self.assertIn("NCCL_PROTO", warned["nccl_forced"]["fix"])
+        self.assertIn("MTU", warned["mtu_mismatch"]["fix"])
 
     def test_uneven_ranks_per_node_are_refused_with_one_line(self):
         # 7 ranks on 4 hosts with 2 slots each: the last host gets one.

@@ -310,6 +310,32 @@ RunResult fully_populated() {
   c.notes = {"note"};
   t.configuration.push_back(c);
   r.topology = t;
+  NcclRankUsage u;
+  u.rank = 0;
+  u.host = "a";
+  u.version = "2.21.5+cuda12.4";
+  u.git = "master v2.21.5-1";
+  u.network = "IB";
+  u.net_plugin = "NCCL RDMA Plugin v8";
+  u.nics = {"mlx5_0:1/IB"};
+  u.gdr = true;
+  u.paths = {{PeerClass::across_nodes, "NET/IB/0/GDRDMA", 4}};
+  u.coll_channels = 2;
+  u.nvls_channels = 0;
+  u.p2p_channels = 2;
+  u.nvls = false;
+  u.environment = {{"NCCL_IB_HCA", "mlx5"}};
+  u.warnings = {"a warning"};
+  u.diagnostics = {"NCCL DIAG [OK]   p2p: all 2 directed GPU P2P edges verified"};
+  r.nccl = NcclUsage{{u}, {"rank 1: not captured"}};
+  Verdict v = make_verdict(Level::warn, VerdictKind::finding, "b", "slow node b");
+  v.hosts = {"b"};
+  v.cause_kind = "slow_node";
+  v.cause = "every link of b is slow";
+  v.fix = "leave b out";
+  v.evidence = {{"links of b", 0.1, "GB/s"}};
+  v.source = "the pair matrix";
+  r.verdicts = {v};
   return r;
 }
 

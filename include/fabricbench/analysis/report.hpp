@@ -148,6 +148,15 @@ struct Report {
   int exit_code = 0;
 };
 
+// One run judged: its verdicts (health, references, gates), worst first,
+// and the worst gating level; what `report` shows for a file and what a
+// run saves as its `verdicts`.
+struct RunVerdicts {
+  std::vector<Verdict> verdicts;
+  Level level = Level::ok;
+};
+RunVerdicts judge_run(const RunResult& result, const ReportConfig& config, const Expectations& expectations);
+
 // Judges each run (health, references, gates) and compares them. Gating:
 // FAIL from the data check, a --expect gate, or (with expect_reference) a
 // reference; WARN from the health verdicts and (with expect_reference) a

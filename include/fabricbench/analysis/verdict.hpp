@@ -18,26 +18,10 @@
 #include <vector>
 
 #include "fabricbench/core/name_table.hpp"
+#include "fabricbench/records/verdict.hpp"
 #include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
-
-// Worst last, so "worse" is "greater". info: said, never gating.
-enum class Level { info, ok, warn, fail };
-std::string_view name(Level level);  // "INFO", "OK", "WARN", "FAIL"
-
-// What a verdict judges.
-enum class VerdictKind { data, complete, finding, anomaly, ladder, reference, gate };
-inline constexpr NameTable<VerdictKind, 7> verdict_kind_names{{
-    {VerdictKind::data, "data"},
-    {VerdictKind::complete, "complete"},
-    {VerdictKind::finding, "finding"},
-    {VerdictKind::anomaly, "anomaly"},
-    {VerdictKind::ladder, "ladder"},
-    {VerdictKind::reference, "reference"},
-    {VerdictKind::gate, "gate"},
-}};
-constexpr std::string_view name(VerdictKind kind) { return name_in(verdict_kind_names, kind); }
 
 // How the GPUs of a node reach each other, best first.
 enum class GpuLink { nvswitch, nvlink, pcie, none };
@@ -48,14 +32,6 @@ inline constexpr NameTable<GpuLink, 4> gpu_link_names{{
     {GpuLink::none, "none"},
 }};
 constexpr std::string_view name(GpuLink link) { return name_in(gpu_link_names, link); }
-
-struct Verdict {
-  Level level = Level::info;
-  VerdictKind kind = VerdictKind::data;
-  std::string subject;  // "allreduce.busbw", "node-b", the gate's text
-  std::string reason;   // one sentence a person can act on
-  std::string source;   // references: where the expected figure comes from
-};
 
 // The hardware a run's topology shows, as the expectations match on it.
 struct Hardware {
@@ -132,6 +108,10 @@ struct Expectations {
 Expectations parse_expectations(std::string_view text);
 // The file built into the binary.
 const Expectations& builtin_expectations();
+// The built-in references with a provider's file laid over them: the file's
+// references replace the built-in ones of each figure it gives, and its
+// warn_at and fail_below apply. `provider_text` empty: the built-in ones.
+Expectations expectations_with(std::string_view provider_text);
 
 bool matches(const Reference& reference, const Hardware& hardware);
 

@@ -135,10 +135,11 @@ struct P2PSweepConfig {
 
 // The NCCL transport's own settings.
 struct GpuConfig {
-  int gpus = 0;               // > 0: this many GPUs, one thread each, without a launcher
-  bool allow_shared = false;  // several ranks on one GPU (a functional check only)
-  bool graph = false;         // capture each batch in a CUDA graph
-  double timeout_s = 300;     // every wait on the GPU or a peer
+  int gpus = 0;                   // > 0: this many GPUs, one thread each, without a launcher
+  bool allow_shared = false;      // several ranks on one GPU (a functional check only)
+  bool graph = false;             // capture each batch in a CUDA graph
+  double timeout_s = 300;         // every wait on the GPU or a peer
+  bool nccl_diagnostics = false;  // NCCL 2.31's own diagnostics, folded into the findings
 };
 
 // Decisions on results: gates, references, prices, and the report's own
@@ -148,7 +149,12 @@ struct ReportConfig {
   std::string html_path;             // report: the self-contained HTML page
   std::vector<std::string> expects;  // gate expressions, e.g. "allreduce.busbw>=350"
   bool expect_reference = false;     // gate on the expectations file's verdicts
-  bool fail_on_warn = false;         // WARN exits 1
+  // --expectations: a provider's spec file (its path, and its text as read
+  // when the options were parsed); its references replace the built-in ones
+  // of each figure it gives.
+  std::string expectations_path;
+  std::string expectations_text;
+  bool fail_on_warn = false;  // WARN exits 1
   std::optional<double> price_per_gpu_hour;
   std::optional<double> price_per_node_hour;
   std::string profile;  // "smoke" or empty

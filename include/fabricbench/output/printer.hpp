@@ -67,6 +67,8 @@ class Printer {
   // cut-short matrix cannot replace them), then its latency islands.
   virtual void pairs(const PairsResult& /*pairs*/, const std::vector<Finding>& /*findings*/) {}
   virtual void islands(const IslandsResult& /*islands*/) {}
+  // What NCCL used on the world communicator, from its own log.
+  virtual void nccl_usage(const NcclUsage& /*usage*/) {}
   // The model-parallel projection (--tp, --pp).
   virtual void model_parallel(const ModelParallelResult& /*projection*/) {}
   virtual void bisection(const BisectionResult& /*bisection*/) {}
@@ -97,6 +99,7 @@ class PrinterMultiplex final : public Printer {
   void p2p_row(std::span<const P2PRecord> records) override;
   void pairs(const PairsResult& pairs, const std::vector<Finding>& findings) override;
   void islands(const IslandsResult& islands) override;
+  void nccl_usage(const NcclUsage& usage) override;
   void model_parallel(const ModelParallelResult& projection) override;
   void bisection(const BisectionResult& bisection) override;
   void storage(const StorageResult& storage) override;
@@ -153,6 +156,7 @@ class TerminalPrinter final : public Printer {
   void p2p_row(std::span<const P2PRecord> records) override;
   void pairs(const PairsResult& pairs, const std::vector<Finding>& findings) override;
   void islands(const IslandsResult& islands) override;
+  void nccl_usage(const NcclUsage& usage) override;
   void model_parallel(const ModelParallelResult& projection) override;
   void bisection(const BisectionResult& bisection) override;
   void storage(const StorageResult& storage) override;

@@ -29,6 +29,11 @@ void print_model_parallel(const ModelParallelResult& mp, std::ostream& out);
 // Latency islands, the bisection test and the storage test
 // (output/placement_sections.cpp).
 void print_islands(const IslandsResult& r, std::ostream& out);
+// What NCCL used (records/nccl_usage.hpp): versions, network and NICs,
+// GPUDirect RDMA, the transports within and across nodes, channels, NVLS,
+// the settings NCCL took from the environment; the lines, for the HTML too.
+std::vector<std::string> nccl_usage_lines(const NcclUsage& usage);
+void print_nccl_usage(const NcclUsage& usage, std::ostream& out);
 void print_bisection(const BisectionResult& b, std::ostream& out);
 void print_storage(const StorageResult& s, std::ostream& out);
 

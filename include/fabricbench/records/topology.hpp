@@ -369,6 +369,12 @@ struct ClusterTopology {
   std::vector<NodeConfig> configuration;
 };
 
+// Per-direction rate of one PCIe lane in GB/s (1e9 bytes/s), after line
+// encoding: 8b/10b for Gen1 and Gen2, 128b/130b for Gen3 to Gen5, and the
+// 242-of-256-byte FLIT of Gen6 (PCI Express Base Specifications 1.0 to 6.0).
+// Empty for a generation outside 1..6.
+std::optional<double> pcie_lane_gbs(int gen);
+
 // "GPU 3", "GPUs 0-3", "GPUs 0, 2, 5-7".
 std::string gpu_list(std::vector<int> indices);
 

@@ -15,6 +15,7 @@
 #include "fabricbench/core/types.hpp"
 #include "fabricbench/records/gpu_ladder.hpp"
 #include "fabricbench/records/model_parallel.hpp"
+#include "fabricbench/records/nccl_usage.hpp"
 #include "fabricbench/records/p2p.hpp"
 #include "fabricbench/records/pairs.hpp"
 #include "fabricbench/records/placement.hpp"
@@ -22,6 +23,7 @@
 #include "fabricbench/records/storage.hpp"
 #include "fabricbench/records/sweep.hpp"
 #include "fabricbench/records/topology.hpp"
+#include "fabricbench/records/verdict.hpp"
 
 namespace fabricbench {
 
@@ -94,6 +96,13 @@ struct RunResult {
 
   // --tp / --pp: the model-parallel projection, when it ran.
   std::optional<ModelParallelResult> model_parallel;
+
+  // What NCCL used on the world communicator, from its own log (NCCL runs only).
+  std::optional<NcclUsage> nccl;
+  // The run's verdicts as the lead judged them at the last save (health,
+  // references, gates; analysis/report.hpp), so a spreadsheet or CI reads
+  // them without `report`; `report` recomputes them from the rest.
+  std::vector<Verdict> verdicts;
 };
 
 // Every wrong element the result holds: the status total, or the sum of the

@@ -16,12 +16,6 @@
 
 namespace fabricbench {
 
-// Per-direction rate of one PCIe lane in GB/s (1e9 bytes/s), after line
-// encoding: 8b/10b for Gen1 and Gen2, 128b/130b for Gen3 to Gen5, and the
-// 242-of-256-byte FLIT of Gen6 (PCI Express Base Specifications 1.0 to 6.0).
-// Empty for a generation outside 1..6.
-std::optional<double> pcie_lane_gbs(int gen);
-
 // The bridges on the GPUs' paths (root ports, then switch ports, in tree
 // order), with the GPUs below each, the switch uplinks' rate against the sum
 // of their occupied downstream ports, and ACS read from each bridge's

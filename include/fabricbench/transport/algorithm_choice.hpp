@@ -19,6 +19,7 @@
 // TREE RING COLLNET_DIRECT COLLNET_CHAIN NVLS NVLS_TREE PAT, protocols LL
 // LL128 SIMPLE).
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -58,7 +59,12 @@ std::string_view nccl_function_name(Op op);
 // that function. A log without one gives a choice with the reason in `note`.
 AlgorithmChoice choice_from_nccl_log(std::string_view log, Op op);
 
-// Switches NCCL's log to a private file for one iteration and back.
+// What the file at `path` (in a private folder; not followed if a link)
+// holds, at most `limit` bytes, and the file removed; empty when there is none.
+std::string take_private_file(const std::string& path, std::size_t limit);
+
+// Switches NCCL's log to a private file for one iteration (or one
+// connection step) and back; begin() and finish() may alternate many times.
 //
 // NCCL reads NCCL_DEBUG, NCCL_DEBUG_SUBSYS and NCCL_DEBUG_FILE when its log
 // starts, and again after ncclResetDebugInit(): begin() sets the three
@@ -73,7 +79,9 @@ class NcclLogCapture {
   using Reset = std::function<void()>;
   using Getenv = std::function<const char*(const char*)>;
   // `reset`: NCCL's ncclResetDebugInit, or empty when the library has none.
-  NcclLogCapture(Reset reset, const Getenv& getenv);
+  // `subsystems`: NCCL_DEBUG_SUBSYS while capturing ("TUNING" for the
+  // algorithm; "INIT,NET,ENV,GRAPH" for how the ranks connected).
+  NcclLogCapture(Reset reset, const Getenv& getenv, std::string subsystems = "TUNING");
   ~NcclLogCapture();
   NcclLogCapture(const NcclLogCapture&) = delete;
   NcclLogCapture& operator=(const NcclLogCapture&) = delete;
@@ -94,6 +102,7 @@ class NcclLogCapture {
   void restore();
 
   Reset reset_;
+  std::string subsystems_;
   std::string reason_;
   std::string folder_;
   std::string file_;

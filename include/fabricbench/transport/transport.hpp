@@ -50,6 +50,16 @@ struct P2PSpec {
   int window = 1;
 };
 
+// The collective library's own log of how this rank's world communicator
+// was made and connected (NCCL's INIT, NET, ENV and GRAPH lines), to be read
+// by transport/nccl_log.hpp; `device` picks this rank's lines where ranks
+// share a process; `note` says why the text is empty or partial.
+struct ConnectionLog {
+  std::string text;
+  std::optional<int> device;
+  std::string note;
+};
+
 class Transport {
  public:
   virtual ~Transport() = default;
@@ -105,6 +115,11 @@ class Transport {
   // <bus id> <uuid> (compute 9.0)") and the libraries behind the transport
   // (name -> version); a host transport has no device (nullopt) and adds none.
   [[nodiscard]] virtual std::optional<std::string> device_text() const { return std::nullopt; }
+  // What the library logged while it made and connected this transport's
+  // communicator so far (connection_log's record); nullopt on a transport
+  // whose library logs nothing of the kind (the MPI host transport). Not
+  // collective; call it between operations.
+  [[nodiscard]] virtual std::optional<ConnectionLog> connection_log() { return std::nullopt; }
   [[nodiscard]] virtual std::map<std::string, std::string> libraries() const { return {}; }
 };
 

@@ -1,14 +1,19 @@
 #include "fabricbench/transport/nccl/nccl_transport.hpp"
 
 #include <dlfcn.h>
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cerrno>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <thread>
+#include <type_traits>
 
 #include <fmt/format.h>
 
@@ -18,6 +23,48 @@
 #include "fabricbench/transport/pattern.hpp"
 
 namespace fabricbench {
+// NCCL 2.31's diagnostics (NCCL_RUN_DIAGNOSTICS, NCCL_RUN_RAS_DIAGNOSTICS)
+// print "host:pid NCCL DIAG ..." to stdout, outside NCCL's logger
+// (src/include/diagnostics_log.h): while a communicator is made, this
+// process's stdout goes to a private file, so the table's stream stays
+// clean and the lines reach the connection log. Restored on every path.
+class StdoutToFile {
+ public:
+  explicit StdoutToFile(std::string path) : path_(std::move(path)) {
+    std::fflush(stdout);
+    const int fd = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0) return;
+    saved_ = ::dup(STDOUT_FILENO);
+    if (saved_ < 0 || ::dup2(fd, STDOUT_FILENO) < 0) {
+      if (saved_ >= 0) ::close(saved_);
+      saved_ = -1;
+    }
+    ::close(fd);
+  }
+  StdoutToFile(const StdoutToFile&) = delete;
+  StdoutToFile& operator=(const StdoutToFile&) = delete;
+  ~StdoutToFile() {
+    restore();
+    ::unlink(path_.c_str());
+  }
+  // Puts stdout back and returns what was written to it meanwhile.
+  std::string finish() {
+    restore();
+    return take_private_file(path_, std::size_t{1} << 20);
+  }
+
+ private:
+  void restore() noexcept {
+    if (saved_ < 0) return;
+    std::fflush(stdout);
+    ::dup2(saved_, STDOUT_FILENO);
+    ::close(saved_);
+    saved_ = -1;
+  }
+  std::string path_;
+  int saved_ = -1;
+};
+
 namespace {
 
 // How long a hold may last on the host's side before the watchdog releases
@@ -106,6 +153,41 @@ NcclComm init_control(const Comm& comm, const NcclOptions& options) {
   return owned;
 }
 
+// NCCL's ncclResetDebugInit, looked up rather than linked: NCCL exports it
+// without declaring it in nccl.h.
+NcclLogCapture::Reset nccl_debug_reset() {
+  using ResetFn = void (*)();
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): dlsym's void* to a function
+  const auto reset = reinterpret_cast<ResetFn>(::dlsym(RTLD_DEFAULT, "ncclResetDebugInit"));
+  return reset == nullptr ? NcclLogCapture::Reset{} : NcclLogCapture::Reset{[reset] { reset(); }};
+}
+
+// --nccl-diagnostics: asks NCCL to run them when its communicators are made
+// (NCCL reads each variable once, so every later communicator runs them too).
+void ask_for_diagnostics(const NcclOptions& options) {
+  if (!options.capture_connections || !options.diagnostics) return;
+  // NOLINTBEGIN(concurrency-mt-unsafe): this rank is alone in its process, before NCCL starts
+  ::setenv("NCCL_RUN_DIAGNOSTICS", "1", 1);
+  ::setenv("NCCL_RUN_RAS_DIAGNOSTICS", "1", 1);
+  // NOLINTEND(concurrency-mt-unsafe)
+}
+
+// The connection log's capture, begun (NCCL's lines of the control
+// communicator's making go into it); nullptr when not asked for.
+std::unique_ptr<NcclLogCapture> begin_connection_capture(const NcclOptions& options) {
+  if (!options.capture_connections) return nullptr;
+  ask_for_diagnostics(options);
+  auto capture = std::make_unique<NcclLogCapture>(
+      nccl_debug_reset(),
+      // NOLINTNEXTLINE(concurrency-mt-unsafe): this rank is alone in its process, before NCCL starts
+      [](const char* name) { return std::getenv(name); }, "INIT,NET,ENV,GRAPH");
+  capture->begin();
+  return capture;
+}
+
+// The most of NCCL's connection log a rank keeps.
+constexpr std::size_t max_connection_log_bytes = std::size_t{4} << 20;
+
 // Holds a stream's hold kernel open until release(), or until the watchdog
 // releases it. Releasing is idempotent and happens on every path out of the
 // scope.
@@ -161,6 +243,8 @@ NcclTransport::NcclTransport(const Comm& comm, const NcclOptions& options, NcclC
       rank_(comm.rank()),
       size_(comm.size()),
       gpu_(describe_device(options.device)),
+      connection_capture_(begin_connection_capture(options)),
+      diagnostics_stdout_(diagnostics_stdout()),
       // NOLINTNEXTLINE(concurrency-mt-unsafe): read once, before this transport's threads
       hold_allowed_(!launch_blocking([](const char* name) { return std::getenv(name); })),
       control_(control.get() != nullptr ? std::move(control) : init_control(comm, options)) {
@@ -176,7 +260,57 @@ NcclTransport::NcclTransport(const Comm& comm, const NcclOptions& options, NcclC
                  stderr);
   }
   split_measuring();
+  if (diagnostics_stdout_) connection_text_ += std::exchange(diagnostics_stdout_, nullptr)->finish();
+  // Paused until the next step that connects (logging_connections).
+  if (connection_capture_) connection_text_ += connection_capture_->finish();
   member_device_.reset();
+}
+
+template <class Step>
+decltype(auto) NcclTransport::logging_connections(bool connects, Step&& step) {
+  if (!connects || !connection_capture_ || !connection_capture_->available() ||
+      connection_text_.size() >= max_connection_log_bytes)
+    return step();
+  connection_capture_->begin();
+  const auto pause = [this] { connection_text_ += connection_capture_->finish(); };
+  try {
+    if constexpr (std::is_void_v<decltype(step())>) {
+      step();
+      pause();
+    } else {
+      decltype(auto) result = step();
+      pause();
+      return result;
+    }
+  } catch (...) {
+    pause();
+    throw;
+  }
+}
+
+std::unique_ptr<StdoutToFile> NcclTransport::diagnostics_stdout() const {
+  if (!connection_capture_ || !options_.diagnostics || !connection_capture_->available()) return nullptr;
+  return std::make_unique<StdoutToFile>(connection_capture_->file() + ".stdout");
+}
+
+std::optional<ConnectionLog> NcclTransport::connection_log() {
+  ConnectionLog log;
+  if (!connection_capture_) {
+    log.note =
+        "not captured: several ranks share this process (--gpus), and NCCL's log settings are the process's "
+        "environment, which their threads read";
+    return log;
+  }
+  if (!connection_capture_->available()) {
+    log.note = connection_capture_->reason();
+    return log;
+  }
+  log.text = connection_text_;
+  if (connection_text_.size() >= max_connection_log_bytes)
+    log.note = fmt::format("NCCL's connection log stopped at {} MiB", max_connection_log_bytes >> 20);
+  else if (options_.diagnostics && nccl_version_ < 23100)
+    log.note = fmt::format("--nccl-diagnostics: NCCL {} has none (2.31 and newer)", nccl_version_);
+  return log;
 }
 
 void NcclTransport::split_measuring() {
@@ -380,6 +514,10 @@ void NcclTransport::issue(const OpSpec& spec, bool timed, std::size_t offset) {
 }
 
 void NcclTransport::run_once(const OpSpec& spec) {
+  logging_connections(true, [&] { run_plain(spec); });
+}
+
+void NcclTransport::run_plain(const OpSpec& spec) {
   const ErrorRankScope scope(rank_);
   const DeviceGuard device(gpu_.index);
   issue(spec, false);
@@ -447,6 +585,13 @@ bool NcclTransport::enqueue_batch(const OpSpec& spec, int iters, bool per_iterat
 }
 
 BatchTiming NcclTransport::time_batch(const OpSpec& spec, int iters, bool per_iteration) {
+  // The first batch of a new kind is not held, and NCCL connects in it.
+  const TimedKind kind{spec.op, spec.dtype, spec.placement, spec.counts.bytes};
+  const bool connects = !last_timed_ || !(*last_timed_ == kind);
+  return logging_connections(connects, [&] { return timed_batch(spec, iters, per_iteration); });
+}
+
+BatchTiming NcclTransport::timed_batch(const OpSpec& spec, int iters, bool per_iteration) {
   const ErrorRankScope scope(rank_);
   const DeviceGuard device(gpu_.index);
   BatchTiming timing;
@@ -598,6 +743,8 @@ std::unique_ptr<Transport> NcclTransport::split(const Comm& sub, int color, int 
   ncclConfig_t config = comm_config(false);
   const std::string what = fmt::format("ncclCommSplit on rank {} (host {})", rank_, this_hostname());
   split_slot_ = nullptr;
+  // NCCL runs its diagnostics again for every communicator once asked.
+  std::unique_ptr<StdoutToFile> diagnostics = diagnostics_stdout();
   FB_NCCL_CHECK(ncclCommSplit(control_.get(), color < 0 ? NCCL_SPLIT_NOCOLOR : color, key, &split_slot_, &config));
   try {
     wait_comm_ready(control_, deadline(), what);
@@ -609,18 +756,18 @@ std::unique_ptr<Transport> NcclTransport::split(const Comm& sub, int color, int 
   if (split_slot_ == nullptr) throw SystemError(fmt::format("{} finished without a communicator", what));
   NcclComm owned(std::exchange(split_slot_, nullptr), false, options_.timeout);
   wait_comm_ready(owned, deadline(), what);
-  return std::unique_ptr<Transport>(new NcclTransport(sub, options_, std::move(owned)));
+  if (diagnostics) connection_text_ += diagnostics->finish();
+  // The connection log is the world communicator's: a sub-group's is not kept.
+  NcclOptions sub_options = options_;
+  sub_options.capture_connections = false;
+  return std::unique_ptr<Transport>(new NcclTransport(sub, sub_options, std::move(owned)));
 }
 
 AlgorithmChoice NcclTransport::capture_choice(const OpSpec& spec) {
   if (nccl_function_name(spec.op).empty()) return point_to_point_choice(spec.op);
   if (rank_ == 0 && !log_capture_) {
-    // Looked up, not linked: NCCL exports it without declaring it in nccl.h.
-    using ResetFn = void (*)();
-    // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast): dlsym's void* to a function
-    const auto reset = reinterpret_cast<ResetFn>(::dlsym(RTLD_DEFAULT, "ncclResetDebugInit"));
     log_capture_ = std::make_unique<NcclLogCapture>(
-        reset == nullptr ? NcclLogCapture::Reset{} : NcclLogCapture::Reset{[reset] { reset(); }},
+        nccl_debug_reset(),
         // NOLINTNEXTLINE(concurrency-mt-unsafe): read on this thread, between operations
         [](const char* name) { return std::getenv(name); });
   }
@@ -633,7 +780,7 @@ AlgorithmChoice NcclTransport::capture_choice(const OpSpec& spec) {
   comm_->barrier();
   std::string log;
   try {
-    run_once(spec);
+    run_plain(spec);  // connected already: the connection log stays paused
   } catch (...) {
     if (capturing) (void)log_capture_->finish();
     throw;

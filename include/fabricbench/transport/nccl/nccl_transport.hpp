@@ -62,7 +62,20 @@ struct NcclOptions {
   int device = 0;                                                // index among the visible devices
   bool graph = false;                                            // --graph
   std::chrono::milliseconds timeout{std::chrono::seconds(300)};  // --timeout
+  // Capture NCCL's connection log (INIT, NET, ENV, GRAPH) while the world
+  // communicator is made and while it connects (the first batch of each new
+  // operation, size or placement, and run_once), never in a held batch. Only
+  // where this rank is alone in its process: NCCL's log settings are the
+  // process's environment, which other ranks' threads would read mid-change.
+  bool capture_connections = false;
+  // --nccl-diagnostics (NCCL 2.31 and newer): NCCL_RUN_DIAGNOSTICS and
+  // NCCL_RUN_RAS_DIAGNOSTICS set before NCCL starts; their lines, which NCCL
+  // prints to stdout, go to the connection log instead. Needs
+  // capture_connections.
+  bool diagnostics = false;
 };
+
+class StdoutToFile;
 
 class NcclTransport final : public Transport {
  public:
@@ -92,6 +105,7 @@ class NcclTransport final : public Transport {
   // choice is read on rank 0, where NCCL writes it.
   [[nodiscard]] AlgorithmChoice capture_choice(const OpSpec& spec) override;
   [[nodiscard]] std::optional<std::string> device_text() const override;
+  [[nodiscard]] std::optional<ConnectionLog> connection_log() override;
   [[nodiscard]] std::map<std::string, std::string> libraries() const override;
 
   [[nodiscard]] const GpuDescription& gpu() const { return gpu_; }
@@ -108,6 +122,10 @@ class NcclTransport final : public Transport {
  private:
   NcclTransport(const Comm& comm, const NcclOptions& options, NcclComm control);
   void split_measuring();
+  [[nodiscard]] std::unique_ptr<StdoutToFile> diagnostics_stdout() const;
+  // run_once and time_batch without the connection log.
+  void run_plain(const OpSpec& spec);
+  BatchTiming timed_batch(const OpSpec& spec, int iters, bool per_iteration);
   // `offset` (bytes, into both buffers): a timed iteration's slot.
   void issue(const OpSpec& spec, bool timed, std::size_t offset = 0);
   [[nodiscard]] std::size_t rotation_offset(const OpSpec& spec, std::size_t iteration) const;
@@ -117,6 +135,10 @@ class NcclTransport final : public Transport {
   [[nodiscard]] std::string describe(const OpSpec& spec) const;
   [[nodiscard]] std::chrono::steady_clock::time_point deadline() const;
 
+  // The connection log's capture runs around `step` (see capture_connections).
+  template <class Step>
+  decltype(auto) logging_connections(bool connects, Step&& step);
+
   // The device is current while the members are made and unmade.
   std::optional<DeviceGuard> member_device_;
   const Comm* comm_;
@@ -124,6 +146,12 @@ class NcclTransport final : public Transport {
   int rank_ = 0;
   int size_ = 1;
   GpuDescription gpu_;
+  // Made and begun before the control communicator, so NCCL's lines of its
+  // making are in it; paused after the measuring communicator is split.
+  std::unique_ptr<NcclLogCapture> connection_capture_;
+  std::string connection_text_;
+  // stdout while a communicator is made, with --nccl-diagnostics.
+  std::unique_ptr<StdoutToFile> diagnostics_stdout_;
   int nccl_version_ = 0;  // the loaded library's (ncclGetVersion), not the headers'
   // --graph: communication buffers from ncclMemAlloc where the library has it.
   NcclMemory nccl_memory_;
