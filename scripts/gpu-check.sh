@@ -17,7 +17,9 @@
 #   6. the topology probe's host<->device and local copies against
 #      nvbandwidth's (or, when nvbandwidth could not be built, against the
 #      same copies made through PyTorch, which the summary says);
-#   7. `fabricbench run` end to end (probe, then sweep);
+#   7. `fabricbench run` end to end (probe, then sweep), then two processes
+#      on the one GPU, each its own host to NCCL (NCCL_HOSTID), whose run
+#      records what NCCL's connection log says it used;
 #   8. the summary: every step, then the comparison table, last.
 # Logs, JSONs and the summary are written to build/gpu-check/results (or
 # FABRICBENCH_GPU_CHECK_WORK); when $OUT is set, two files go there at the
@@ -59,10 +61,11 @@ export out
 # on a fresh machine), so they get 120 s; the build's 210 s is about 2.5
 # times what the three targets take on 16 cores with the compiled fmt
 # (measured with -j2 here; docs/guides/nccl.md, Checking on a GPU machine).
-limit_build=${FABRICBENCH_GPU_CHECK_BUILD_S:-210} limit_info=10 limit_logic=15 limit_gpu_tests=120 limit_debug=15
+limit_build=${FABRICBENCH_GPU_CHECK_BUILD_S:-210} limit_info=10 limit_logic=15 limit_gpu_tests=105 limit_debug=15
 limit_blocking=15 limit_refusal=5 limit_nccl_tests=30 limit_fabricbench=20 limit_copies=15 limit_topo=10 limit_run=15
+limit_nccl_used=15
 total=$((limit_build + limit_info + limit_logic + limit_gpu_tests + limit_debug + limit_blocking + limit_refusal +
-  limit_nccl_tests + limit_fabricbench + limit_copies + limit_topo + limit_run))
+  limit_nccl_tests + limit_fabricbench + limit_copies + limit_topo + limit_run + limit_nccl_used))
 if ((total > 480 && build_only == 0)); then
   echo "gpu-check: the step limits add up to ${total} s, over 480 s" >&2
   exit 2
@@ -76,6 +79,11 @@ summary() {
     echo "fabricbench gpu-check summary ($(date -u +%Y-%m-%dT%H:%M:%SZ), logs in ${deliver:+gpu-check.tar.gz, }$out)"
     printf '%-62s  %s\n' "step" "result"
     for i in "${!names[@]}"; do printf '%-62s  %s\n' "${names[$i]}" "${results[$i]}"; done
+    if [[ -s "$out/nccl-used.txt" ]]; then
+      echo
+      echo "what NCCL used (two processes on one GPU, NCCL_HOSTID):"
+      grep -E '^(rank|note|verdict|no |NCCL)' "$out/nccl-used.txt" | head -8
+    fi
     if [[ -s "$out/compare.txt" ]]; then
       echo
       cat "$out/compare.txt"
@@ -373,6 +381,42 @@ fi
 # ---- 7. the whole run, end to end ----------------------------------------------
 step "fabricbench run --profile smoke --gpus 1 (probe, then sweep)" "$limit_run" "$bin" run --profile smoke --gpus 1 \
   --json "$out/run.json"
+
+# What NCCL's connection log says it used: two processes meet in a folder and
+# share the GPU, each its own host to NCCL (NCCL_HOSTID), so NCCL connects
+# them through its network transport (a functional check, not a figure).
+nccl_used() {
+  local dir pids=() rc=0 r
+  dir="$(mktemp -d)"
+  for r in 0 1; do
+    env FABRICBENCH_BOOTSTRAP="$dir" FABRICBENCH_RANK="$r" FABRICBENCH_WORLD_SIZE=2 \
+      NCCL_HOSTID="fabricbench-check-$r" "$bin" sweep --allow-shared-gpu --ops allreduce,sendrecv --sizes 1M \
+      --iters 5 --warmup 2 -q --json "$out/nccl-used.json" > "$out/nccl-used-rank$r.txt" 2>&1 &
+    pids+=($!)
+  done
+  for r in "${pids[@]}"; do wait "$r" || rc=1; done
+  python3 - "$out/nccl-used.json" <<'PY' || rc=1
+import json, sys
+doc = json.load(open(sys.argv[1]))
+usage = doc.get("nccl")
+if not usage or not usage["ranks"]:
+    sys.exit("no nccl section in the result: the connection log was not captured")
+for r in usage["ranks"]:
+    paths = ", ".join(f"{p['between']} {p['via']} ({p['connections']})" for p in r["paths"]) or "none"
+    print(f"rank {r['rank']}: NCCL {r['version']}, network {r['network']}, NICs {' '.join(r['nics']) or '-'}, "
+          f"GDR {r['gdr']}, channels {r['coll_channels']}; {paths}")
+for note in usage["notes"]:
+    print("note:", note)
+for v in doc.get("verdicts", []):
+    if v["kind"] == "nccl":
+        print(f"verdict {v['level']} {v.get('cause_kind')}: {v['reason']}")
+if not any(r["paths"] for r in usage["ranks"]):
+    sys.exit("NCCL's log was captured but names no connection")
+PY
+  return $rc
+}
+step "NCCL's connection log: 2 processes on one GPU (NCCL_HOSTID)" "$limit_nccl_used" nccl_used
+cp "$(log_of "NCCL's connection log: 2 processes on one GPU (NCCL_HOSTID)")" "$out/nccl-used.txt" 2> /dev/null
 
 # ---- 8. the comparison table -------------------------------------------------------
 python3 - "$out" "$iters" "$copies_source" > "$out/compare.txt" 2> "$out/compare.err" <<'PY'

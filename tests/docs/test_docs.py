@@ -47,6 +47,7 @@ OTHER_TOOLS_FLAGS = {
     "--nccl-tests", "--nvbandwidth", "--boost", "--build-only",  # scripts/gpu-prepare.sh, gpu-check.sh
     "--time",  # scripts/fuzz.sh
     "--warnings",  # man
+    "--ipc", "--ulimit",  # docker run
     "--help", "--version",  # every subcommand's, and CLI11's own
 }
 

@@ -35,10 +35,22 @@ def json_path():
 if args[:1] == ["version"]:
     print("fabricbench 0.0.0 (stand-in)")
     sys.exit(0)
-if "--allow-shared-gpu" in args:
-    print("fabricbench: error: --allow-shared-gpu: needs several ranks on one GPU", file=sys.stderr)
+if "--allow-shared-gpu" in args and "--gpus" in args:
+    print("fabricbench: error: --allow-shared-gpu cannot be combined with --gpus", file=sys.stderr)
     sys.exit(2)
 path = json_path()
+if "--allow-shared-gpu" in args and path:
+    # Two processes meeting in a folder: rank 0 writes what NCCL used.
+    import os
+    if os.environ.get("FABRICBENCH_RANK") == "0":
+        ranks = [{"rank": r, "host": "standin", "version": "2.28.9+cuda13.0", "network": "Socket", "nics": ["eth0"],
+                  "gdr": None, "coll_channels": 2,
+                  "paths": [{"between": "within_node", "via": "NET/Socket/0", "connections": 4}]} for r in (0, 1)]
+        json.dump({"records": [], "nccl": {"ranks": ranks, "notes": []},
+                   "verdicts": [{"level": "WARN", "kind": "nccl", "cause_kind": "net_within_node",
+                                 "reason": "NCCL connected ranks of one node through the network"}]}, open(path, "w"))
+    print("# stand-in fabricbench", " ".join(args))
+    sys.exit(0)
 if args[:1] == ["sweep"] and path:
     sizes = {"1M": 1 << 20, "64M": 64 << 20, "1G": 1 << 30}
     records = []
@@ -157,8 +169,10 @@ class GpuCheckDryRun(unittest.TestCase):
                      "machine: nvidia-smi, versions", "GPU test NcclTransport.Passes", "NCCL_DEBUG=INFO run",
                      "CUDA_LAUNCH_BLOCKING=1 sweep", "--gpus 1 --allow-shared-gpu", "nccl-tests: sendrecv_perf",
                      "fabricbench: sendrecv, allreduce", "topology probe", "nvbandwidth: H2D",
-                     "fabricbench run --profile smoke"):
+                     "fabricbench run --profile smoke", "NCCL's connection log: 2 processes on one GPU"):
             self.assertEqual(self.result(step), "ok", step)
+        self.assertIn("rank 1: NCCL 2.28.9+cuda13.0, network Socket, NICs eth0", self.summary)
+        self.assertIn("verdict WARN net_within_node", self.summary)
 
     def test_failures_say_why_and_the_rest_goes_on(self):
         self.assertTrue(self.result("GPU test NcclTransport.Fails").startswith("FAIL rc=1 "))
