@@ -259,8 +259,30 @@ Verdict gate_verdict(const Gate& gate, const std::vector<Sample>& samples) {
   return v;
 }
 
+Verdict gate_figure(const Gate& gate, const RunResult& result);
+
+// What measures a gate's figure, for a gate whose figure the run lacks.
+std::string measure_hint(const Gate& gate) {
+  switch (info(gate.metric).family) {
+    case GateFamily::op:
+      return fmt::format("measure it: fabricbench sweep --ops {}{}", name(gate.op.value_or(Op::allreduce)),
+                         gate.at ? fmt::format(" --sizes {}", format_size(*gate.at)) : std::string());
+    case GateFamily::scale:
+      return "measure it on 2 or more nodes: fabricbench scale (or run)";
+    case GateFamily::pairs:
+      return "measure it on 2 or more nodes: fabricbench p2p (or run)";
+    case GateFamily::topo:
+      return "measure it: fabricbench topo (without --no-measure for the copy figures)";
+  }
+  return "run what measures it";
+}
+
 Verdict missing(const Gate& gate, const std::string& why) {
-  return make_verdict(Level::fail, VerdictKind::gate, gate.text, why);
+  Verdict v = make_verdict(Level::fail, VerdictKind::gate, gate.text, why);
+  v.cause_kind = "not_measured";
+  v.cause = "the gate names a figure this run does not hold, and a gate never passes unasked";
+  v.fix = measure_hint(gate);
+  return v;
 }
 
 double timing_value(const Timing& t, GateMetric metric) {
@@ -714,6 +736,24 @@ void explain(Verdict& v, ReferenceFigure figure, const RunResult& result, const 
   }
 }
 
+// The layers a gate's figure measures.
+std::vector<FabricLayer> gate_layers(const Gate& gate, int nodes) {
+  switch (info(gate.metric).family) {
+    case GateFamily::op:
+      return nodes > 1 ? std::vector<FabricLayer>{FabricLayer::across_nodes, FabricLayer::within_node}
+                       : std::vector<FabricLayer>{FabricLayer::within_node};
+    case GateFamily::scale:
+    case GateFamily::pairs:
+      return {FabricLayer::across_nodes};
+    case GateFamily::topo:
+      if (gate.metric == GateMetric::topo_h2d_gbs || gate.metric == GateMetric::topo_d2h_gbs)
+        return {FabricLayer::host_device};
+      if (gate.metric == GateMetric::topo_local_copy_gbs) return {FabricLayer::within_node};
+      return {FabricLayer::within_node, FabricLayer::host_device, FabricLayer::across_nodes};
+  }
+  return {};
+}
+
 // The all-reduce verdict: the reference for the run's node count and NCCL's
 // algorithm (allreduce_references), at the measured size.
 Verdict allreduce_verdict(const RunResult& result, const Hardware& hw, const Measured& m,
@@ -935,6 +975,36 @@ Gate parse_gate(std::string_view text) {
 }
 
 Verdict evaluate_gate(const Gate& gate, const RunResult& result) {
+  Verdict v = gate_figure(gate, result);
+  if (v.level != Level::fail || !v.cause.empty()) return v;
+  // A measured figure past the gate's bound: the causes that weigh on it.
+  const std::vector<FabricLayer> layers = gate_layers(gate, result.run.nodes);
+  std::vector<const Cause*> bearing;
+  const std::vector<Cause> causes = find_causes(result);
+  for (const Cause& c : causes)
+    if (c.level >= Level::warn &&
+        std::any_of(layers.begin(), layers.end(), [&c](FabricLayer l) { return bears_on(c, l); }))
+      bearing.push_back(&c);
+  if (bearing.empty()) {
+    v.cause_kind = "unexplained";
+    v.cause = fmt::format("the figure is past the gate's bound and nothing probed or captured explains it ({})",
+                          name(layers.front()));
+    v.fix =
+        "hold the bound against the hardware's reference (--expect-reference) or nccl-tests on the same nodes; "
+        "if they agree, the bound asks more than this hardware gives";
+    return v;
+  }
+  v.cause_kind = bearing.front()->kind;
+  v.cause = fmt::format("{} ({})", bearing.front()->observed, bearing.front()->cause);
+  for (std::size_t i = 1; i < bearing.size() && i < 4; ++i) v.cause += fmt::format("; also {}", bearing[i]->observed);
+  v.fix = bearing.front()->fix;
+  v.hosts = bearing.front()->hosts;
+  return v;
+}
+
+namespace {
+
+Verdict gate_figure(const Gate& gate, const RunResult& result) {
   switch (info(gate.metric).family) {
     case GateFamily::op:
       return evaluate_op_gate(gate, gate.op.value_or(Op::allreduce), result);
@@ -947,6 +1017,8 @@ Verdict evaluate_gate(const Gate& gate, const RunResult& result) {
   }
   throw std::logic_error("a gate family outside the table");
 }
+
+}  // namespace
 
 Level worst(std::span<const Verdict> verdicts) {
   Level w = Level::ok;

@@ -471,5 +471,29 @@ TEST(Achievable, AProvidersFileReplacesTheFiguresItGives) {
   EXPECT_THROW((void)expectations_with("{}"), UsageError);
 }
 
+TEST(Causes, AFailingGateSaysWhyAndWhatToDo) {
+  RunResult r = run_with_slow_node();
+  PairsResult pairs;
+  pairs.nodes = PairMatrix(4);
+  pairs.hosts = {"node0", "node1", "node2", "node3"};
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      if (i != j) pairs.nodes.bw(i, j) = i == 2 || j == 2 ? 0.012 : 0.4;
+  r.pairs = pairs;
+  const Verdict past = evaluate_gate(parse_gate("pairs.bandwidth>=0.3"), r);
+  EXPECT_EQ(past.level, Level::fail);
+  EXPECT_EQ(past.cause_kind, "slow_node");
+  EXPECT_NE(past.fix.find("leave node2 out"), std::string::npos) << past.fix;
+  const Verdict lacking = evaluate_gate(parse_gate("scale.efficiency@2>=0.9"), r);
+  EXPECT_EQ(lacking.level, Level::fail);
+  EXPECT_EQ(lacking.cause_kind, "not_measured");
+  EXPECT_NE(lacking.fix.find("fabricbench scale"), std::string::npos);
+  r.findings.clear();
+  const Verdict bare = evaluate_gate(parse_gate("pairs.bandwidth>=0.3"), r);
+  EXPECT_EQ(bare.cause_kind, "unexplained");
+  EXPECT_FALSE(bare.fix.empty());
+  EXPECT_TRUE(evaluate_gate(parse_gate("pairs.bandwidth>=0.001"), r).cause.empty());  // passes: nothing to explain
+}
+
 }  // namespace
 }  // namespace fabricbench

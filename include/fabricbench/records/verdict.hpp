@@ -56,7 +56,7 @@ struct Verdict {
   std::string reason;   // what was observed, one sentence
   std::string source;   // references: where the expected figure comes from
   // WARN and FAIL: the cause from what was probed or captured, and one
-  // concrete action; empty on OK and INFO, and on a gate (the user's bound).
+  // concrete action; empty on OK and INFO.
   std::string cause;
   std::string fix;
   std::vector<std::string> hosts;  // the nodes it names, none for the whole run
