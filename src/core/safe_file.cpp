@@ -241,6 +241,12 @@ void begin_final_writes() noexcept {
   const std::lock_guard lock(u.mutex);
   u.ending = true;
   u.ender = std::this_thread::get_id();
+  // The other threads' writes will be dropped at their rename: their
+  // temporaries go now, not after the last words, which the launcher's
+  // SIGKILL may cut short on a loaded machine (a write stuck in a slow
+  // fsync would otherwise stay behind). An open descriptor outlives the name.
+  for (const std::string& name : u.names) ::unlink(name.c_str());
+  u.names.clear();
 }
 
 void remove_unfinished_temporaries() noexcept {

@@ -70,9 +70,10 @@ void write_file_safely(const std::string& path, const std::function<void(std::os
 
 // The run is ending (the watchdog, on a signal or a deadline, from its own
 // thread): from now on only the calling thread's writes land. Another
-// thread's write that reaches its rename is dropped (its temporary removed)
-// and that thread waits for the process to end, so the last words saved
-// are never replaced by an older result.
+// thread's write that reaches its rename is dropped and that thread waits
+// for the process to end, so the last words saved are never replaced by an
+// older result; the temporaries other threads are writing are removed at
+// once, so a kill during the last words leaves none of theirs.
 void begin_final_writes() noexcept;
 
 // While one lives, the calling thread's writes are not synced to disk: a
