@@ -609,7 +609,7 @@ class RunPipeline {
 // sections and the summary go through terminal_safe: they quote host names,
 // strings probed on every node, verdict reasons and file names.
 void add_terminal_printers(const RunConfig& config, PrinterMultiplex& printers) {
-  if (progress_wanted(config)) printers.add(std::make_unique<ProgressPrinter>(std::cerr, std::cout));
+  if (progress_wanted(config)) printers.add(std::make_unique<ProgressPrinter>(std::cerr));
   printers.add(make_terminal_safe_printer(std::cout, [&config](std::ostream& o) -> std::unique_ptr<Printer> {
     if (config.quiet) return std::make_unique<QuietPrinter>(o);
     return std::make_unique<TerminalPrinter>(o);

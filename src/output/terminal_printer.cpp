@@ -109,8 +109,8 @@ void ProgressPrinter::point(std::span<const SweepRecord> /*placements*/) { clear
 
 void ProgressPrinter::clear() {
   if (!shown_) return;
+  // Erased before the row: on one terminal the row then starts a clean line.
   *status_ << "\r\033[K" << std::flush;
-  *table_ << "\r\033[K";
   shown_ = false;
 }
 

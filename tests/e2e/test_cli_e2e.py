@@ -210,6 +210,23 @@ class Verdicts(unittest.TestCase):
         self.assertTrue(bad.stderr.startswith(f"fabricbench: error: --expectations {spec}: "), bad.stderr)
 
 
+class Progress(unittest.TestCase):
+    def test_the_progress_line_never_reaches_stdout(self):
+        # Long enough for the line to appear (it waits 2 s); stdout is a pipe,
+        # as for a parser or a file, and must hold table text alone.
+        # Bytes, not text: text mode would turn a carriage return into a newline.
+        proc = subprocess.run([ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q", "-np",
+                               "2", ARGS.binary, "sweep", "--ops", "allreduce", "--sizes", "4M,8M,16M",
+                               "--min-time-ms", "1000", "--max-time-ms", "2000", "--progress", "on"], capture_output=True, timeout=300)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        # At least a second per size and placement (adaptive iterations): the
+        # line shows from 2 s on, so before the third size at the latest.
+        self.assertIn(b"\x1b[K", proc.stderr)
+        self.assertNotIn(b"\x1b", proc.stdout)
+        self.assertNotIn(b"\r", proc.stdout)
+        self.assertIn(b"# allreduce on 2 ranks", proc.stdout)
+
+
 class BadInput(unittest.TestCase):
     CASES = [
         (["--ops", "allreduce,bogus"], r"--ops: unknown op 'bogus'"),

@@ -195,7 +195,9 @@ class QuietPrinter final : public Printer {
 // the raw terminal: the erase is an escape sequence of its own.
 class ProgressPrinter final : public Printer {
  public:
-  ProgressPrinter(std::ostream& status, std::ostream& table) : status_(&status), table_(&table) {}
+  // The line goes to `status` (stderr) only: the table's stream never gets a
+  // control character, so a file or a parser reading stdout sees rows alone.
+  explicit ProgressPrinter(std::ostream& status) : status_(&status) {}
   void context(const RunConfig& config, const RunInfo& run) override;
   void progress(const SweepRecord& next, std::size_t done, std::size_t total) override;
   void point(std::span<const SweepRecord> placements) override;
@@ -203,7 +205,6 @@ class ProgressPrinter final : public Printer {
  private:
   void clear();
   std::ostream* status_;
-  std::ostream* table_;
   bool shown_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
