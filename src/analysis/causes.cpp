@@ -20,12 +20,6 @@ namespace {
 
 using Layers = std::vector<FabricLayer>;
 
-std::string lower_ascii(std::string s) {
-  for (char& ch : s)
-    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
-  return s;
-}
-
 // "PIX" .. "SYS" as nvidia-smi writes them; nullopt for "NV#", "X", "?".
 std::optional<PciPath> parse_pci_path(const std::string& text) {
   for (const PciPath p : {PciPath::pix, PciPath::pxb, PciPath::phb, PciPath::node, PciPath::sys})

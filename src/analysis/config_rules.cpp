@@ -2,7 +2,6 @@
 // with hand-built ones. Every finding says why it hurts.
 
 #include <algorithm>
-#include <cctype>
 #include <functional>
 #include <map>
 #include <set>
@@ -11,15 +10,11 @@
 #include <fmt/ranges.h>
 
 #include "fabricbench/analysis/config_rules.hpp"
+#include "fabricbench/core/text.hpp"
 #include "fabricbench/records/nccl_settings.hpp"
 
 namespace fabricbench {
 namespace {
-
-std::string lower(std::string s) {
-  for (char& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
-  return s;
-}
 
 // "rank 3", "ranks 0-2", "ranks 0, 2, 5".
 std::string ranks_text(const std::vector<int>& ranks) {
@@ -210,7 +205,7 @@ struct Rules {
       std::string setting;
       if (ib_disable && ib_disable != "0")
         setting = fmt::format("NCCL_IB_DISABLE={} ({})", *ib_disable, where(c, "NCCL_IB_DISABLE"));
-      else if (net && lower(*net) == "socket")
+      else if (net && lower_ascii(*net) == "socket")
         setting = fmt::format("NCCL_NET={} ({})", *net, where(c, "NCCL_NET"));
       if (setting.empty()) continue;
       add("rdma_disabled", c,

@@ -125,7 +125,6 @@ struct LastSaved {
 void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start, LastSaved& last) {
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The file carries its verdicts, as `report` would judge it now.
-  result.verdicts.clear();
   result.verdicts = judge_run(result, config.report, expectations_with(config.report.expectations_text)).verdicts;
   {
     const std::lock_guard lock(last.mutex);

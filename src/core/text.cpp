@@ -21,4 +21,11 @@ std::optional<int> whole_int(std::string_view text) {
   return v;
 }
 
+std::string lower_ascii(std::string_view text) {
+  std::string out(text);
+  for (char& ch : out)
+    if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
+  return out;
+}
+
 }  // namespace fabricbench

@@ -1,24 +1,17 @@
 #include "fabricbench/core/types.hpp"
 
-#include <algorithm>
 #include <array>
-#include <cctype>
 #include <string>
 #include <utility>
+
+#include "fabricbench/core/text.hpp"
 
 namespace fabricbench {
 namespace {
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
-
 template <typename Enum, std::size_t N>
 std::optional<Enum> lookup(const std::array<std::pair<std::string_view, Enum>, N>& table, std::string_view text) {
-  const std::string key = lower(text);
+  const std::string key = lower_ascii(text);
   for (const auto& [label, value] : table) {
     if (label == key) return value;
   }

@@ -124,11 +124,6 @@ std::uint32_t le32(std::string_view b, std::size_t at) {
          static_cast<std::uint32_t>(static_cast<unsigned char>(b[at + 3])) << 24U;
 }
 
-std::string lower(std::string s) {
-  std::transform(s.begin(), s.end(), s.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
-  return s;
-}
-
 }  // namespace
 
 AcsReading acs_from_config(std::string_view config) {
@@ -277,8 +272,8 @@ IommuInfo probe_iommu(const ProbeRoots& roots, const std::vector<GpuInfo>& gpus,
 }
 
 std::optional<std::string> hypervisor_from_dmi(const std::string& vendor, const std::string& product) {
-  const std::string v = lower(vendor);
-  const std::string p = lower(product);
+  const std::string v = lower_ascii(vendor);
+  const std::string p = lower_ascii(product);
   const auto has = [](const std::string& s, const char* what) { return s.find(what) != std::string::npos; };
   if (has(v, "amazon ec2") || has(p, "amazon ec2")) {
     if (p.size() >= 6 && p.compare(p.size() - 6, 6, ".metal") == 0) return std::nullopt;

@@ -14,4 +14,7 @@ std::string trim(std::string_view text);
 // other than '-', spaces, a suffix, out of range).
 std::optional<int> whole_int(std::string_view text);
 
+// `text` with A-Z made a-z; every other byte as it is (no locale).
+std::string lower_ascii(std::string_view text);
+
 }  // namespace fabricbench
