@@ -11,6 +11,7 @@
 #include "fabricbench/app/exit_status.hpp"
 #include "fabricbench/comm/local_comm.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/topology/sysfs_probe.hpp"
 #include "fabricbench/transport/cuda/device_select.hpp"
 #include "fabricbench/transport/mpi/mpi_transport.hpp"
 
@@ -36,13 +37,14 @@ std::unique_ptr<Transport> host_transport(const Comm& world) {
 #endif
 }
 
-#if FABRICBENCH_HAVE_CUDA
 // The first non-empty message of any rank, on every rank: usage errors are
 // raised everywhere alike so the whole job exits 2 together.
 void agree_on_error(const Comm& world, const std::string& mine) {
   for (const std::string& m : world.allgather(mine))
     if (!m.empty()) throw UsageError(m);
 }
+
+#if FABRICBENCH_HAVE_CUDA
 
 std::unique_ptr<Transport> start_nccl(const RunConfig& config, const Comm& world, const Layout& layout, int visible) {
   DeviceSelectionInput in;
@@ -104,6 +106,23 @@ std::string gpu_count_error(int gpus) {
 #endif
 }
 
+// "" unless this node's PCI bus (as the run reads it: --sysfs-root) holds
+// NVIDIA GPUs that the run cannot use: the message then says how many, why
+// they are out of reach (`cuda`: CUDA's own reason, or that the build has
+// none) and what to do. `topo` is exempt: it shows the GPUs it found and
+// whether CUDA saw them, and reading a fixture tree is one of its uses.
+std::string unusable_gpus_message(const RunConfig& config, const std::string& cuda) {
+  if (config.command == Command::topo) return "";
+  std::vector<std::string> notes;
+  const std::size_t count = probe_pci_gpus(probe_roots(config.sysfs_root, config.procfs_root), notes).size();
+  if (count == 0) return "";
+  return fmt::format(
+      "{} has {} NVIDIA GPU{} on its PCI bus but {}: a run on host memory would not measure them; check the driver "
+      "(nvidia-smi), CUDA_VISIBLE_DEVICES and the job's GPU request (Slurm --gpus-per-node, a pod's nvidia.com/gpu "
+      "limit), or pass --transport mpi to measure host memory on purpose",
+      this_hostname(), count, count == 1 ? "" : "s", cuda);
+}
+
 }  // namespace
 
 std::string no_device_message(const std::string& host, const std::string& reason) {
@@ -120,6 +139,10 @@ std::unique_ptr<Transport> make_transport_for(const RunConfig& config, const Com
     if (!m.empty() && first_missing.empty()) first_missing = m;
   if (first_missing.empty()) return start_nccl(config, world, layout, probe.count);
   if (config.transport == TransportChoice::nccl || is_local_group(world)) throw UsageError(first_missing);
+  // auto never falls back to host memory on a node whose GPUs CUDA cannot see.
+  agree_on_error(world, probe.count > 0
+                            ? std::string()
+                            : unusable_gpus_message(config, fmt::format("CUDA sees none ({})", probe.reason)));
   if (world.rank() == 0)
     std::cerr << "fabricbench: notice: " << first_missing.substr(0, first_missing.find(';'))
               << "; using the mpi transport\n";
@@ -130,6 +153,8 @@ std::unique_ptr<Transport> make_transport_for(const RunConfig& config, const Com
     throw UsageError(
         "--transport nccl: this build has no NCCL transport (built without CUDA and NCCL); "
         "use --transport mpi");
+  agree_on_error(world,
+                 unusable_gpus_message(config, "this build has no NCCL transport (build it with CUDA and NCCL)"));
   return host_transport(world);
 #endif
 }

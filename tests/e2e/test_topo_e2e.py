@@ -4,6 +4,8 @@ and on fixture trees, each JSON file validated against the schema."""
 import argparse
 import json
 import os
+import re
+import socket
 import subprocess
 import sys
 import tempfile
@@ -262,6 +264,32 @@ class Topo(unittest.TestCase):
         self.assertIn('id="configuration-0"', page)
         self.assertIn("<b>nccl_forced</b>", page)
         self.assertIn("NCCL_PROTO=Simple", page)
+
+    def test_auto_never_falls_back_to_host_memory_beside_gpus_it_cannot_use(self):
+        # A node whose PCI bus holds NVIDIA GPUs that CUDA does not see (this
+        # machine has none; a fixture tree stands for the node): `auto` exits
+        # 2 with one line naming the node and the fix, before any output;
+        # --transport mpi measures host memory on purpose; topo still reads it.
+        root = self.fixture("dgx")
+        roots = ["--sysfs-root", os.path.join(root, "sys"), "--procfs-root", os.path.join(root, "proc")]
+        host = socket.gethostname()
+        # (sweep, p2p and scale read /sys itself: the same check, not reachable here)
+        for command in (["run", "--profile", "smoke"], ["run", "--sizes", "64", "--ops", "allreduce"]):
+            with self.subTest(command=command):
+                proc = mpirun(2, *command, *roots, "--json", self.json)
+                self.assertEqual(proc.returncode, 2, proc.stdout + proc.stderr)
+                self.assertEqual(proc.stdout, "")
+                self.assertRegex(proc.stderr, rf"^fabricbench: error: {re.escape(host)} has 8 NVIDIA GPUs on its PCI "
+                                              r"bus but (CUDA sees none \(.+\)|this build has no NCCL transport "
+                                              r"\(build it with CUDA and NCCL\)): a run on host memory would not "
+                                              r"measure them; .*nvidia-smi.*CUDA_VISIBLE_DEVICES.*--gpus-per-node.*"
+                                              r"or pass --transport mpi to measure host memory on purpose\n$")
+                self.assertFalse(os.path.exists(self.json))
+        proc = mpirun(2, "run", "--profile", "smoke", "--transport", "mpi", *roots, "--json", self.json)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        proc = mpirun(1, "topo", "--no-measure", *roots)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
 
     def test_rdma_disabled_on_a_fixture_with_active_ports(self):
         root = self.fixture("dgx")

@@ -23,7 +23,9 @@ std::string no_device_message(const std::string& host, const std::string& reason
 // this rank's GPU (device_select.hpp), refuses GPUs shared by ranks of a node
 // unless allowed, and starts NCCL; with no GPU or driver throws UsageError
 // with no_device_message. auto: nccl when built with it and every rank sees a
-// GPU, else mpi with a one-line notice on rank 0's stderr.
+// GPU, else mpi with a one-line notice on rank 0's stderr; but a UsageError
+// on every rank when a node's PCI bus holds NVIDIA GPUs the run cannot use
+// (CUDA sees none, or the build has no CUDA), except for topo.
 std::unique_ptr<Transport> make_transport_for(const RunConfig& config, const Comm& world, const Layout& layout);
 
 // Collective: what is recorded about the GPUs and GPU libraries of a run,
