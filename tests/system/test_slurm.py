@@ -26,6 +26,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,8 @@ import time
 import unittest
 
 ARGS = None
-PROGRAMS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "salloc", "sinfo", "squeue", "scancel")
+PROGRAMS = ("munged", "slurmctld", "slurmd", "srun", "sbatch", "salloc", "sinfo", "squeue", "scancel",
+            "scontrol")
 # Four tasks on a machine that may have two cores: Open MPI under srun does not
 # know it is oversubscribed and would spin at full speed in every wait.
 CLIENT_ENV = {"OMPI_MCA_mpi_yield_when_idle": "1"}
@@ -105,11 +107,21 @@ SelectTypeParameters=CR_Core
 MpiDefault=none
 ReturnToService=2
 SlurmdParameters=config_overrides
-NodeName={self.node} NodeAddr=127.0.0.1 CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN
+GresTypes=gpu
+NodeName={self.node} NodeAddr=127.0.0.1 CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=1000 Gres=gpu:8 State=UNKNOWN
 PartitionName=test Nodes={self.node} Default=YES MaxTime=30 State=UP
 """
         with open(self.conf, "w", encoding="utf-8") as f:
             f.write(conf)
+        # Eight GPUs for the scheduler to hand out, so the batch script's
+        # --gpus-per-node=8 is granted as on a GPU cluster. Slurm wants a
+        # character device per GPU: nodes with /dev/null's numbers (the job
+        # finds no GPU behind them, which is what the tests expect).
+        os.mkdir(os.path.join(d, "dev"), 0o755)
+        for i in range(8):
+            os.mknod(os.path.join(d, "dev", f"gpu{i}"), stat.S_IFCHR | 0o600, os.makedev(1, 3))
+        with open(os.path.join(d, "gres.conf"), "w", encoding="utf-8") as f:
+            f.write(f"NodeName={self.node} Name=gpu File={d}/dev/gpu[0-7]\n")
         # A clean environment for the clients: no SLURM_* from an enclosing job.
         self.env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
         self.env.update(CLIENT_ENV, SLURM_CONF=self.conf)
@@ -233,6 +245,22 @@ class Slurm(unittest.TestCase):
         self.check_result(proc, os.path.join(self.out, f"fabricbench-{job}.json"), 4)
         self.assertTrue(os.path.getsize(os.path.join(self.out, f"fabricbench-{job}.csv")) > 0)
         self.assertIn("Out of bounds values : 0 OK", log)
+
+    def test_sbatch_script_asks_for_the_gpus_and_measures_them(self):
+        # Without --transport the script runs `--transport nccl`: on this
+        # machine (no GPU) the job fails with the one-line reason instead of
+        # measuring host memory; the scheduler granted the GPUs it asks for.
+        proc = self.cluster.client(["sbatch", "--wait", "-N", "1", "--ntasks-per-node=2", "-t", "10",
+                                    f"--chdir={self.out}", ARGS.sbatch_script, "--profile", "smoke", "-q"],
+                                   check=False, extra_env={"FABRICBENCH": ARGS.binary})
+        job = proc.stdout.split()[-1] if proc.stdout.split() else "?"
+        log = tail(os.path.join(self.out, f"fabricbench-{job}.out"))
+        self.assertNotEqual(proc.returncode, 0, proc.stdout + proc.stderr + log)
+        self.assertRegex(log, r"fabricbench: error: (no CUDA device visible on \S+ \(.+\); use --transport mpi|"
+                              r"--transport nccl: this build has no NCCL transport)")
+        self.assertNotIn("# allreduce on", log)
+        shown = self.cluster.client(["scontrol", "show", "job", job], check=False)
+        self.assertRegex(shown.stdout, r"TresPerNode=(gres:)?gpu:8", shown.stdout + shown.stderr)
 
     def test_mpirun_in_allocation(self):
         path = os.path.join(self.out, "salloc.json")
