@@ -19,7 +19,8 @@ packages=(
 # headless Chromium to render the HTML report (tests/e2e/test_report_e2e.py);
 # clang, its sanitizer and libFuzzer runtimes and llvm-symbolizer for the asan
 # preset and the fuzz targets; strace to slow a rank's fsync
-# (tests/e2e/test_safety_e2e.py).
+# (tests/e2e/test_safety_e2e.py); PyYAML to read the Kubernetes example
+# (tests/system/test_mpijob.py).
 test_packages=(
   chromium
   clang-format-14 clang-tidy-14
@@ -27,6 +28,7 @@ test_packages=(
   slurmctld slurmd slurm-client munge
   dpkg-dev file man-db binutils
   strace
+  python3-yaml
 )
 
 case "${1:-}" in
