@@ -71,16 +71,43 @@ if(FABRICBENCH_HAVE_MPI)
   set(CPACK_DEBIAN_PACKAGE_SUGGESTS "slurm-client")
 endif()
 if(FABRICBENCH_HAVE_CUDA)
-  # The CUDA runtime and NCCL are often not installed from packages (the CUDA
-  # installer, a tarball, a Python wheel), so dpkg-shlibdeps may know nothing
-  # about them: their folders count as private, and the package says in its
-  # description which versions it needs instead of depending on a package name.
+  # The binary needs the CUDA runtime (libcudart.so.<major>) and NCCL
+  # (libnccl.so.2). Where a Debian package ships the library it was linked
+  # against, that package joins Depends. Where none does (the CUDA installer,
+  # a tarball, a Python wheel), a Depends would make the package uninstallable
+  # on the very machine it was built on, so it recommends the packages of
+  # NVIDIA's repository that ship them (apt installs recommendations by
+  # default where that repository is configured) and the binary keeps the
+  # folders it was linked against as its RUNPATH.
   get_filename_component(_fb_nccl_dir "${NCCL_LIBRARY}" DIRECTORY)
   get_filename_component(_fb_cudart_dir "${CUDA_cudart_LIBRARY}" DIRECTORY)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS_PRIVATE_DIRS ${_fb_cudart_dir} ${CUDAToolkit_LIBRARY_DIR} ${_fb_nccl_dir})
+  set(_fb_cuda_package "cuda-cudart-${CUDAToolkit_VERSION_MAJOR}-${CUDAToolkit_VERSION_MINOR}")
+  set(_fb_recommends "")
+  foreach(_fb_pair "${CUDA_cudart_LIBRARY}|${_fb_cuda_package}" "${NCCL_LIBRARY}|libnccl2")
+    string(REPLACE "|" ";" _fb_pair "${_fb_pair}")
+    list(GET _fb_pair 0 _fb_lib)
+    list(GET _fb_pair 1 _fb_repo_package)
+    get_filename_component(_fb_real "${_fb_lib}" REALPATH)
+    execute_process(COMMAND dpkg-query -S "${_fb_real}" RESULT_VARIABLE _fb_rc OUTPUT_VARIABLE _fb_owner ERROR_QUIET)
+    if(_fb_rc EQUAL 0)
+      string(REGEX REPLACE "[:,].*" "" _fb_owner "${_fb_owner}")
+      string(STRIP "${_fb_owner}" _fb_owner)
+      if(CPACK_DEBIAN_PACKAGE_DEPENDS)
+        string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", ")
+      endif()
+      string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS "${_fb_owner}")
+    else()
+      list(APPEND _fb_recommends ${_fb_repo_package})
+    endif()
+  endforeach()
+  if(_fb_recommends)
+    list(JOIN _fb_recommends ", " CPACK_DEBIAN_PACKAGE_RECOMMENDS)
+  endif()
   string(APPEND CPACK_PACKAGE_DESCRIPTION "
-Built with the NCCL transport: needs the CUDA runtime ${CUDAToolkit_VERSION_MAJOR} and NCCL 2
-on the library path or in the folders the binary was linked against.")
+Built with the NCCL transport: needs the CUDA runtime ${CUDAToolkit_VERSION_MAJOR} (libcudart.so.${CUDAToolkit_VERSION_MAJOR})
+and NCCL 2 (libnccl.so.2) on the library path or in the folders the binary was
+linked against.")
 endif()
 
 include(CPack)

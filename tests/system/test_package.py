@@ -118,6 +118,31 @@ class Package(unittest.TestCase):
             else:
                 self.assertIn(package, depends, f"{lib} comes from {package}, which Depends lacks")
 
+    def test_2a_cuda_and_nccl_are_declared(self):
+        # A build with the NCCL transport needs the CUDA runtime and NCCL: the
+        # package names the Debian package that ships each (Depends) or, for
+        # one no package on this machine ships, NVIDIA's repository package
+        # for it (Recommends), and says so in its description.
+        binary = os.path.join(self.tree, "usr/bin/fabricbench")
+        needed = re.findall(r"^\s*NEEDED\s+(\S+)", run("objdump", "-p", binary).stdout, re.M)
+        cuda = [lib for lib in needed if re.match(r"libcudart\.so\.\d+$|libnccl\.so\.2$", lib)]
+        if not cuda:
+            self.assertIn("transports: mpi", run(binary, "version", check=False).stdout)
+            self.skipTest("built without the NCCL transport: no CUDA library to declare")
+        declared = depends_names(self.field("Depends")) | depends_names(self.field("Recommends"))
+        resolved = dict(re.findall(r"^\s*(\S+) => (/\S+)", run("ldd", binary).stdout, re.M))
+        for lib in cuda:
+            with self.subTest(lib=lib):
+                owner = owning_package(resolved[lib]) if lib in resolved else None
+                if owner is not None:
+                    self.assertIn(owner, depends_names(self.field("Depends")))
+                elif lib.startswith("libnccl"):
+                    self.assertIn("libnccl2", declared)
+                else:
+                    major = lib.rsplit(".", 1)[1]
+                    self.assertTrue([p for p in declared if re.fullmatch(rf"cuda-cudart-{major}-\d+", p)], declared)
+                self.assertIn(lib, self.field("Description"))
+
     def test_2b_resolves_on_an_empty_system(self):
         # apt's simulation against an empty dpkg status: what installing the
         # package on a machine with nothing installed would take, resolved from
