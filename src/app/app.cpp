@@ -166,8 +166,8 @@ constexpr int health_iterations = 3;
 // with its share of a --budget), then on rank 0
 // judge and save. Only rank 0 keeps the result; it is saved once as each
 // phase ends (the budgeted ones in run_phase), and within the sweep and the
-// p2p sweep after each op and size, so an interrupted run's file holds what
-// was measured. Everything it shows goes through its printers.
+// p2p sweep after each point, so an interrupted run's file holds what was
+// measured. Everything it shows goes through its printers.
 class RunPipeline {
  public:
   // `watchdog` (may be null) gets the phases, and on the lead rank the last
@@ -393,10 +393,10 @@ class RunPipeline {
         result_.records.push_back(r);
         if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
       }
+      // Saved after every point, between its timed batches and the next
+      // point's: an interrupted sweep's file holds every row it printed.
+      save(config_, result_, started_, last_);
     };
-    // Within the phase, after each op: an interrupted sweep's file holds the
-    // ops that finished.
-    listener.on_op_done = [this](Op) { save(config_, result_, started_, last_); };
     SweepCost cost;
     run_sweep(config_, *transport_, world_, listener, seconds, cuts(), &cost);
     if (lead_ && cost.points > 0) result_.sweep_cost = cost;

@@ -489,8 +489,6 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
       if (listener.on_point) timed_call([&] { listener.on_point(done); });
       records.insert(records.end(), done.begin(), done.end());
     }
-    const bool last_of_op = index + 1 == points.size() || points[index + 1].op != point.op;
-    if (lead && last_of_op && listener.on_op_done) timed_call([&] { listener.on_op_done(point.op); });
   }
   if (lead && cost != nullptr) {
     spent.wall_s = phase.elapsed_s();

@@ -373,6 +373,29 @@ class Deadlines(unittest.TestCase):
         self.assertIn("fabricbench: error: interrupted by SIGINT", err)
         self.assertTrue(status["reason"].startswith("interrupted by SIGINT"), status)
 
+    def test_an_interrupt_keeps_every_point_it_printed(self):
+        # Ctrl-C to mpirun in the middle of an op (3 of allreduce's 7 sizes
+        # printed, about 0.6 s each): the file holds every printed row, not
+        # only the ops that had ended.
+        proc = self.start(2)
+        rows = []
+        while len(rows) < 3:
+            line = proc.stdout.readline()
+            if not line:
+                break
+            fields = line.split()
+            if fields and fields[0].isdigit():
+                rows.append((int(fields[0]), fields[2]))
+        self.assertEqual(len(rows), 3, "the sweep ended before printing 3 rows")
+        proc.send_signal(signal.SIGINT)
+        err, _ = self.finish(proc, 60)
+        self.assertNotEqual(proc.returncode, 0, err)
+        with open(self.json, encoding="utf-8") as f:
+            records = json.load(f)["records"]
+        kept = {(r["bytes"], r["dtype"]) for r in records if r["op"] == "allreduce" and r.get("time_us") is not None}
+        self.assertLessEqual(set(rows), kept, f"printed {rows}, kept {sorted(kept)}")
+        self.assertLess(len(kept), 7, "the interrupt came after allreduce had ended: it tests nothing")
+
     def test_sigterm_to_mpirun_ends_the_run_within_seconds_and_saves_the_reason(self):
         proc = self.start(2)
         self.wait_for_sweep(proc)

@@ -127,17 +127,17 @@ TEST(SweepMpi, ListenerSeesEveryPointAndOpEnd) {
   config.sizes = {64, 1024};
   config.iterations.fixed_iters = 3;
   int points = 0;
-  std::vector<Op> ends;
+  std::vector<Op> ops;
   SweepListener listener;
   listener.on_point = [&](std::span<const SweepRecord> recs) {
     ++points;
     EXPECT_EQ(recs.size(), 2U);
+    ops.push_back(recs.front().op);
   };
-  listener.on_op_done = [&](Op op) { ends.push_back(op); };
   const auto records = run_sweep(config, transport, world, listener);
   if (world.rank() == 0) {
     EXPECT_EQ(points, 4);
-    EXPECT_EQ(ends, (std::vector<Op>{Op::broadcast, Op::reduce}));
+    EXPECT_EQ(ops, (std::vector<Op>{Op::broadcast, Op::broadcast, Op::reduce, Op::reduce}));
     for (const auto& r : records) EXPECT_EQ(r.root, world.size() - 1);
   } else {
     EXPECT_EQ(points, 0);

@@ -61,8 +61,6 @@ bool precision_within_reach(const IterationPolicy& policy, int batches, double p
 struct SweepListener {
   // All placements of one (op, dtype, redop, size) point, as they complete.
   std::function<void(std::span<const SweepRecord>)> on_point;
-  // After the last point of one op (all its dtypes and redops).
-  std::function<void(Op)> on_op_done;
   // Before each point: position and total, for a progress line.
   std::function<void(const SweepRecord&, std::size_t done, std::size_t total)> on_progress;
 };
