@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -44,6 +45,75 @@ void analyze_ladder(std::vector<LevelResult>& levels, std::optional<double> nic_
       }
     }
   }
+}
+
+std::vector<Verdict> scaling_verdicts(const ScaleResult& scaling, double threshold,
+                                      const std::vector<std::string>& slow_hosts) {
+  std::vector<Verdict> out;
+  std::vector<Op> ops;
+  for (const LevelResult& l : scaling.levels)
+    if (l.kind == LevelKind::nodes && std::find(ops.begin(), ops.end(), l.op) == ops.end()) ops.push_back(l.op);
+  for (const Op op : ops) {
+    const LevelResult* one = nullptr;
+    const LevelResult* two = nullptr;
+    const LevelResult* top = nullptr;
+    for (const LevelResult& l : scaling.levels) {
+      if (l.kind != LevelKind::nodes || l.op != op || l.busbw_median_gbs <= 0) continue;
+      if (l.nodes_per_group == 1) one = &l;
+      if (l.nodes_per_group == 2) two = &l;
+      if (top == nullptr || l.nodes_per_group > top->nodes_per_group) top = &l;
+    }
+    if (top == nullptr || top->nodes_per_group < 2) continue;
+    const int n = top->nodes_per_group;
+    const std::string subject = fmt::format("scaling {}", name(op));
+    const std::string from_one =
+        one != nullptr ? fmt::format(
+                             "; 1 -> {} nodes: {:.0f}% of one node's {:.2f} GB/s (the step from inside a "
+                             "node onto the network, not judged)",
+                             n, 100.0 * top->busbw_median_gbs / one->busbw_median_gbs, one->busbw_median_gbs)
+                       : std::string();
+    if (n < 3 || two == nullptr) {
+      Verdict v = make_verdict(
+          Level::info, VerdictKind::ladder, subject,
+          fmt::format("{} busbw {:.2f} GB/s at {} nodes{}; judging scaling needs a ladder to 3 or more nodes "
+                      "(the trend from 2 nodes on, against {:.0f}%)",
+                      name(op), top->busbw_median_gbs, n, from_one, threshold * 100));
+      if (one != nullptr) v.evidence.push_back({"busbw at 1 node", one->busbw_median_gbs, "GB/s"});
+      v.evidence.push_back({fmt::format("busbw at {} nodes", n), top->busbw_median_gbs, "GB/s"});
+      out.push_back(std::move(v));
+      continue;
+    }
+    const double efficiency = top->busbw_median_gbs / two->busbw_median_gbs;
+    const bool low = efficiency < threshold;
+    Verdict v = make_verdict(
+        low ? Level::warn : Level::ok, VerdictKind::ladder, subject,
+        fmt::format("{} busbw at {} nodes is {:.0f}% of 2 nodes' ({:.2f} against {:.2f} GB/s; {} {:.0f}%){}", name(op),
+                    n, efficiency * 100, top->busbw_median_gbs, two->busbw_median_gbs, low ? "below" : "at or above",
+                    threshold * 100, from_one));
+    v.evidence = {{"busbw at 2 nodes", two->busbw_median_gbs, "GB/s"},
+                  {fmt::format("busbw at {} nodes", n), top->busbw_median_gbs, "GB/s"},
+                  {"scaling efficiency from 2 nodes", efficiency * 100, "%"}};
+    if (one != nullptr) v.evidence.insert(v.evidence.begin(), {"busbw at 1 node", one->busbw_median_gbs, "GB/s"});
+    if (low) {
+      v.cause_kind = "scaling_loss";
+      v.cause = slow_hosts.empty()
+                    ? "busbw falls as nodes join although the node-pair matrix names no slow node: the larger "
+                      "groups cross switch uplinks that more nodes share (oversubscription), or a node is slow "
+                      "only under the load of a whole group"
+                    : fmt::format(
+                          "busbw falls as nodes join: the larger groups include {}, which the node-pair "
+                          "matrix names slow",
+                          fmt::join(slow_hosts, ", "));
+      v.fix = slow_hosts.empty()
+                  ? "measure the fabric's cuts (fabricbench p2p --bisection-halvings 10) and ask the provider for "
+                    "its oversubscription ratio; expect this efficiency at full scale until it is fixed"
+                  : fmt::format("leave {} out of the job and run again; ask the provider to check its links",
+                                fmt::join(slow_hosts, ", "));
+      v.hosts = slow_hosts;
+    }
+    out.push_back(std::move(v));
+  }
+  return out;
 }
 
 ProjectionPoint project(const ProjectionInput& input, int nodes, int gpus, double comm_ms) {

@@ -178,7 +178,11 @@ std::string cluster_text(const RunResult& r) {
 
 std::optional<CostSummary> cost_of(const RunResult& result, const PriceInfo& override_price) {
   PriceInfo price = result.run.cost.value_or(PriceInfo{});
+  const std::string recorded = price.currency;
   if (override_price.per_gpu_hour || override_price.per_node_hour) price = override_price;
+  price.currency = !override_price.currency.empty() ? override_price.currency
+                   : !recorded.empty()              ? recorded
+                                                    : std::string(default_currency);
   if (!price.per_gpu_hour && !price.per_node_hour) return std::nullopt;
   CostSummary c;
   c.price = price;
@@ -212,6 +216,15 @@ int exit_code_for(Level level, bool fail_on_warn) {
 
 RunVerdicts judge_run(const RunResult& result, const ReportConfig& config, const Expectations& expectations) {
   std::vector<Verdict> health = health_verdicts(result);
+  if (result.scaling) {
+    std::vector<std::string> slow;
+    for (const Verdict& v : health)
+      if (v.level >= Level::warn && (v.cause_kind == "slow_node" || v.cause_kind == "slow_link"))
+        for (const std::string& h : v.hosts)
+          if (std::find(slow.begin(), slow.end(), h) == slow.end()) slow.push_back(h);
+    const std::vector<Verdict> scaling = scaling_verdicts(*result.scaling, config.min_scaling_efficiency, slow);
+    health.insert(health.end(), scaling.begin(), scaling.end());
+  }
   std::vector<Verdict> refs = reference_verdicts(result, expectations);
   if (config.expect_reference) require_reference(refs);
   std::vector<Verdict> gate_verdicts;
@@ -232,7 +245,7 @@ RunVerdicts judge_run(const RunResult& result, const ReportConfig& config, const
 
 Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, const Expectations& expectations) {
   for (const std::string& text : config.expects) (void)parse_gate(text);  // a bad gate is refused before any run
-  const PriceInfo price{config.price_per_gpu_hour, config.price_per_node_hour};
+  const PriceInfo price{config.price_per_gpu_hour, config.price_per_node_hour, config.currency};
   Report report;
   for (ReportRun& run : runs) {
     RunVerdicts judged = judge_run(run.result, config, expectations);

@@ -613,6 +613,16 @@ std::vector<Verdict> health_verdicts(const RunResult& result) {
         "for the rest";
     out.push_back(std::move(v));
   }
+  // One rank crosses no link: whatever it measured says nothing of the
+  // fabric (a storage test alone is the exception: it needs no link).
+  if (result.run.ranks == 1 && !(result.storage && result.records.empty() && !result.pairs && !result.scaling)) {
+    Verdict v = make_verdict(Level::warn, VerdictKind::complete, "run",
+                             "1 rank: nothing crossed a link, so no figure of this run measures the fabric");
+    v.cause_kind = "one_rank";
+    v.cause = "the run was started without a launcher, or with one rank (mpirun -np 1)";
+    v.fix = "launch one rank per GPU: mpirun -np <GPUs> fabricbench run (or srun), several nodes for the network";
+    out.push_back(std::move(v));
+  }
   // Slow nodes and links, what NCCL used, the topology's anomalies: each
   // with its cause and fix, worst first.
   for (const Cause& c : find_causes(result)) out.push_back(verdict_of(c));

@@ -297,7 +297,8 @@ class RunPipeline {
     info.environment = shaping_environment();
     if (wants_sweep() || config_.command == Command::scale) info.rank_time = config_.rank_time;
     if (config_.report.price_per_gpu_hour || config_.report.price_per_node_hour)
-      info.cost = PriceInfo{config_.report.price_per_gpu_hour, config_.report.price_per_node_hour};
+      info.cost = PriceInfo{config_.report.price_per_gpu_hour, config_.report.price_per_node_hour,
+                            config_.report.currency.empty() ? std::string(default_currency) : config_.report.currency};
   }
 
   // The topology comes first, before any collective runs.

@@ -220,6 +220,8 @@ struct RawOptions {
   bool expect_reference = false;
   std::string expectations;
   bool fail_on_warn = false;
+  double min_scaling_efficiency_pct = defaults().report.min_scaling_efficiency * 100;
+  std::string currency;
   std::optional<double> price_per_gpu_hour;
   std::optional<double> price_per_node_hour;
   std::string profile;
@@ -463,9 +465,16 @@ void add_gate_options(CLI::App& cmd, RawOptions& o, Command) {
                  "A provider's spec file (fabricbench.expectations/2 JSON, as src/data/expectations.json): its "
                  "references replace the built-in ones of each figure it gives");
   cmd.add_flag("--fail-on-warn", o.fail_on_warn, "Exit 1 when the verdict is WARN");
+  cmd.add_option("--min-scaling-efficiency", o.min_scaling_efficiency_pct,
+                 with_default("Scaling: WARN when the busbw of the largest node count is below PCT% of 2 nodes' "
+                              "(a ladder to 3 or more nodes)",
+                              o.min_scaling_efficiency_pct));
   cmd.add_option("--price-per-gpu-hour", o.price_per_gpu_hour,
-                 "Price of one GPU for an hour (any currency), for the cost");
-  cmd.add_option("--price-per-node-hour", o.price_per_node_hour, "Price of one node for an hour, for the cost");
+                 "Price of one GPU for an hour, for the cost (in --currency)");
+  cmd.add_option("--price-per-node-hour", o.price_per_node_hour,
+                 "Price of one node for an hour, for the cost (in --currency)");
+  cmd.add_option("--currency", o.currency,
+                 "The prices' currency, an ISO 4217 code shown with every cost  [USD; report: the file's]");
 }
 
 void add_profile_option(CLI::App& cmd, RawOptions& o, Command) {
@@ -725,6 +734,16 @@ void apply_decision_options(const RawOptions& o, ReportConfig& report) {
   }
   report.price_per_gpu_hour = o.price_per_gpu_hour;
   report.price_per_node_hour = o.price_per_node_hour;
+  if (!(o.min_scaling_efficiency_pct > 0 && o.min_scaling_efficiency_pct <= 100))
+    throw UsageError(fmt::format("--min-scaling-efficiency {}: must be a percentage above 0, at most 100",
+                                 o.min_scaling_efficiency_pct));
+  report.min_scaling_efficiency = o.min_scaling_efficiency_pct / 100.0;
+  const bool code = o.currency.size() == 3 &&
+                    std::all_of(o.currency.begin(), o.currency.end(), [](char ch) { return ch >= 'A' && ch <= 'Z'; });
+  if (!o.currency.empty() && !code)
+    throw UsageError(
+        fmt::format("--currency {}: not an ISO 4217 code (three capital letters: USD, EUR, JPY)", o.currency));
+  report.currency = o.currency;
   for (const std::string& e : report.expects) (void)parse_gate(e);
 }
 

@@ -2,6 +2,9 @@
 
 #include <cctype>
 #include <charconv>
+#include <cmath>
+
+#include <fmt/format.h>
 
 namespace fabricbench {
 
@@ -26,6 +29,17 @@ std::string lower_ascii(std::string_view text) {
   for (char& ch : out)
     if (ch >= 'A' && ch <= 'Z') ch = static_cast<char>(ch - 'A' + 'a');
   return out;
+}
+
+std::string money_text(double value, std::string_view currency) {
+  std::string number;
+  if (value >= 100 || value <= -100)
+    number = fmt::format("{:.0f}", value);
+  else if (value == 0 || std::abs(value) >= 0.001)
+    number = fmt::format("{:.4g}", value);
+  else
+    number = fmt::format("{:.6f}", value);
+  return currency.empty() ? number : fmt::format("{} {}", currency, number);
 }
 
 }  // namespace fabricbench

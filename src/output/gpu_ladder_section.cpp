@@ -4,12 +4,11 @@
 #include <fmt/format.h>
 
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/text.hpp"
 #include "fabricbench/output/sections.hpp"
 
 namespace fabricbench {
 namespace {
-
-std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
 
 // A job's length: hours, or minutes when below a tenth of an hour.
 std::string hours(double h) { return h >= 0.1 ? fmt::format("{:.3f} h", h) : fmt::format("{:.3g} min", h * 60); }
@@ -34,17 +33,18 @@ void write_projection(const GpuLadderResult& g, std::ostream& out) {
     out << fmt::format("  {:>4} {:<10} {:>10.3f} {:>10.3f} {:>8.2f} {:>9.0f}% {:>10}", pt.gpus, name(pt.choice),
                        pt.comm_ms, pt.step_ms, pt.speedup, pt.efficiency * 100.0,
                        pt.job_hours ? hours(*pt.job_hours) : "-");
-    if (priced) out << fmt::format(" {:>12}", pt.cost_per_job ? money(*pt.cost_per_job) : "-");
+    if (priced) out << fmt::format(" {:>12}", pt.cost_per_job ? money_text(*pt.cost_per_job) : "-");
     out << '\n';
   }
-  if (priced) out << fmt::format("# cost per job = job hours x GPUs x {} per GPU-hour\n", money(*g.price_per_gpu_hour));
+  if (priced)
+    out << fmt::format("# cost per job = job hours x GPUs x {} per GPU-hour\n", money_text(*g.price_per_gpu_hour));
   if (!g.steps) out << "# job time and cost per job: give --steps N (and a price)\n";
   if (!g.servers.empty()) {
     out << "#\n# The job per server size (--price: per hour of a whole server)\n";
     out << fmt::format("# {:>4} {:>12} {:>10} {:>12}\n", "GPUs", "price/hour", "job", "cost per job");
     for (const ServerCost& s : g.servers) {
-      out << fmt::format("  {:>4} {:>12} {:>10} {:>12}", s.gpus, money(s.price_per_hour),
-                         s.job_hours ? hours(*s.job_hours) : "-", s.cost_per_job ? money(*s.cost_per_job) : "-");
+      out << fmt::format("  {:>4} {:>12} {:>10} {:>12}", s.gpus, money_text(s.price_per_hour),
+                         s.job_hours ? hours(*s.job_hours) : "-", s.cost_per_job ? money_text(*s.cost_per_job) : "-");
       if (!s.why_not.empty()) out << "  " << s.why_not;
       out << '\n';
     }
@@ -64,7 +64,7 @@ void write_projection(const GpuLadderResult& g, std::ostream& out) {
     const GpuProjectionPoint* pt = find(*g.cheapest_gpus);
     const std::optional<double> cost = s != nullptr ? s->cost_per_job : pt != nullptr ? pt->cost_per_job : std::nullopt;
     out << fmt::format("# cheapest per job: {} GPUs{}\n", *g.cheapest_gpus,
-                       cost ? fmt::format(" ({} per job)", money(*cost)) : std::string());
+                       cost ? fmt::format(" ({} per job)", money_text(*cost)) : std::string());
   }
   if (g.fastest_gpus) {
     const GpuProjectionPoint* pt = find(*g.fastest_gpus);

@@ -14,8 +14,10 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "fabricbench/analysis/headline.hpp"
 #include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/text.hpp"
 #include "fabricbench/output/file_writers.hpp"
 #include "fabricbench/output/sections.hpp"
 #include "fabricbench/output/topology_summary.hpp"
@@ -70,7 +72,14 @@ std::string level_class(Level l) {
   return "info";
 }
 
-std::string num(double v) { return fmt::format("{:.4g}", v); }
+// Four significant digits, never an exponent: 12730, not 1.273e+04.
+std::string num(double v) { return std::abs(v) >= 1000 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
+
+// A figure with its unit, times above 1000 us in ms: "12.73 ms", "4.5 us".
+std::string figure_text(double v, std::string_view unit) {
+  if (unit == "us" && v >= 1000) return fmt::format("{:.4g} ms", v / 1000);
+  return fmt::format("{} {}", num(v), unit);
+}
 
 constexpr const char* style =
     R"(body{font-family:system-ui,-apple-system,"Segoe UI",sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -494,13 +503,15 @@ void heatmap(const MatrixChart& m, std::ostream& out) {
     const int x = L + cell * c.to, y = T + cell * c.from;
     out << fmt::format(
         "<rect class=\"cell{}\" x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"{}\" stroke=\"{}\" "
-        "stroke-width=\"{}\"><title>{} → {}: {} {}{}</title></rect>\n",
+        "stroke-width=\"{}\"><title>{} → {}: {}{}</title></rect>\n",
         c.flagged ? " finding" : "", x, y, cell, cell, heat_colour(rel(c.value)), c.flagged ? "#000" : "#fff",
         c.flagged ? 3 : 1, esc(m.labels[static_cast<std::size_t>(c.from)]),
-        esc(m.labels[static_cast<std::size_t>(c.to)]), num(c.value), m.unit, c.flagged ? " (finding)" : "");
+        esc(m.labels[static_cast<std::size_t>(c.to)]), figure_text(c.value, m.unit), c.flagged ? " (finding)" : "");
     if (cell >= 30)
       out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"9\" text-anchor=\"middle\">{}{}</text>\n", x + cell / 2,
-                         y + cell / 2 + 3, num(c.value), c.flagged ? "!" : "");
+                         y + cell / 2 + 3,
+                         m.unit == "us" && c.value >= 1000 ? fmt::format("{:.3g}ms", c.value / 1000) : num(c.value),
+                         c.flagged ? "!" : "");
   }
   // The colour scale: from the worst value to the median and better.
   const int sx = L, sy = T + grid + 16, sw = std::min(240, W - L - 24);
@@ -517,10 +528,9 @@ void heatmap(const MatrixChart& m, std::ostream& out) {
   // The scale is relative to the median: its middle is half the median's
   // bandwidth (twice its latency), its right end the median or better.
   const std::string left = m.higher_is_better ? "0" : "slower";
-  const std::string middle = m.higher_is_better ? fmt::format("{} {}", num(m.median / 2), m.unit)
-                                                : fmt::format("{} {}", num(m.median * 2), m.unit);
+  const std::string middle = figure_text(m.higher_is_better ? m.median / 2 : m.median * 2, m.unit);
   const std::string right =
-      fmt::format("median {} {} {}", num(m.median), m.unit, m.higher_is_better ? "or more" : "or less");
+      fmt::format("median {} {}", figure_text(m.median, m.unit), m.higher_is_better ? "or more" : "or less");
   out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"start\">{}</text>\n", sx, sy + 24, left);
   out << fmt::format("<text x=\"{}\" y=\"{}\" font-size=\"10\" text-anchor=\"middle\">{}</text>\n", sx + sw / 2, sy - 3,
                      esc(middle));
@@ -760,6 +770,11 @@ void write_report_html(const Report& report, std::ostream& out) {
   for (const ReportRun& run : report.runs) {
     out << fmt::format("<h3><span class=\"badge {}\">{}</span> {}</h3>\n", level_class(run.level), name(run.level),
                        esc(run.path));
+    // The decision first: the headline, then every verdict.
+    out << "<table class=\"headline\">\n";
+    for (const HeadlineLine& line : headline(run))
+      out << fmt::format("<tr><th class=\"l\">{}</th><td class=\"l\">{}</td></tr>\n", esc(line.topic), esc(line.text));
+    out << "</table>\n";
     verdict_list(run.verdicts, out);
   }
   out << "</section>\n";
@@ -897,10 +912,12 @@ void write_report_html(const Report& report, std::ostream& out) {
       if (!run.cost) continue;
       const CostSummary& c = *run.cost;
       const std::string unit = unit_word(run.result) == "GPUs" ? "GPU" : "rank";
-      out << fmt::format("<h3>{}</h3>\n<p>Price: {}. This run: {}.</p>\n", esc(run.path),
-                         c.price.per_gpu_hour ? fmt::format("{} per {}-hour", num(*c.price.per_gpu_hour), unit)
-                                              : fmt::format("{} per node-hour", num(*c.price.per_node_hour)),
-                         c.run_cost ? num(*c.run_cost) : esc("unknown (" + c.why_no_run_cost + ")"));
+      out << fmt::format(
+          "<h3>{}</h3>\n<p>Price: {}. This run: {}.</p>\n", esc(run.path),
+          c.price.per_gpu_hour
+              ? fmt::format("{} per {}-hour", esc(money_text(*c.price.per_gpu_hour, c.price.currency)), unit)
+              : fmt::format("{} per node-hour", esc(money_text(*c.price.per_node_hour, c.price.currency))),
+          c.run_cost ? esc(money_text(*c.run_cost, c.price.currency)) : esc("unknown (" + c.why_no_run_cost + ")"));
       if (!c.training.empty()) {
         out << fmt::format(
             "<table class=\"training-cost\"><tr><th>nodes</th><th>{}</th><th>step (ms)</th><th>cost per 1000 "
@@ -908,7 +925,7 @@ void write_report_html(const Report& report, std::ostream& out) {
             unit_word(run.result));
         for (const CostPoint& p : c.training)
           out << fmt::format("<tr><td>{}</td><td>{}</td><td>{:.3f}</td><td>{}</td></tr>\n", p.nodes, p.gpus, p.step_ms,
-                             num(p.per_1000_steps));
+                             esc(money_text(p.per_1000_steps, c.price.currency)));
         out << "</table>\n";
       }
       if (c.model_parallel && run.result.model_parallel)
@@ -917,7 +934,7 @@ void write_report_html(const Report& report, std::ostream& out) {
             "{} {}): step {:.3f} ms, {} per 1000 steps.</p>\n",
             run.result.model_parallel->tp, run.result.model_parallel->pp, run.result.model_parallel->dp,
             c.model_parallel->gpus, unit_word(run.result), c.model_parallel->step_ms,
-            num(c.model_parallel->per_1000_steps));
+            esc(money_text(c.model_parallel->per_1000_steps, c.price.currency)));
     }
     out << "</section>\n";
   }

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/text.hpp"
 #include "fabricbench/output/file_writers.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/sections.hpp"
@@ -128,8 +129,6 @@ class TerminalSafePrinter final : public Printer {
   std::unique_ptr<Printer> inner_;
 };
 
-std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
-
 }  // namespace
 
 void PrinterMultiplex::add(std::unique_ptr<Printer> printer) { printers_.push_back(std::move(printer)); }
@@ -238,22 +237,23 @@ void RunSummaryPrinter::finalize(const Report& report) {
   if (r.run.ranks == 1 && !(r.storage && r.records.empty() && !r.pairs && !r.scaling))
     out << fmt::format("# !!! 1 rank: nothing crosses a link; launch with mpirun -np <{}> !!!\n",
                        unit_word(r) == "GPUs" ? "GPUs" : "ranks");
-  print_verdicts(run.verdicts, run.level, out);
+  print_decision(run, out);
   if (run.cost) {
     const CostSummary& c = *run.cost;
     const std::string unit = unit_word(r) == "GPUs" ? "GPU" : "rank";
-    out << fmt::format("# Cost at {}: ", c.price.per_gpu_hour
-                                             ? fmt::format("{} per {}-hour", money(*c.price.per_gpu_hour), unit)
-                                             : fmt::format("{} per node-hour", money(*c.price.per_node_hour)));
+    out << fmt::format("# Cost at {}: ",
+                       c.price.per_gpu_hour
+                           ? fmt::format("{} per {}-hour", money_text(*c.price.per_gpu_hour, c.price.currency), unit)
+                           : fmt::format("{} per node-hour", money_text(*c.price.per_node_hour, c.price.currency)));
     if (c.run_cost)
-      out << fmt::format("this run {} ({:.1f} s on {} {}, {} node{})\n", money(*c.run_cost), r.duration_s.value_or(0),
-                         r.run.ranks, unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
+      out << fmt::format("this run {} ({:.1f} s on {} {}, {} node{})\n", money_text(*c.run_cost, c.price.currency),
+                         r.duration_s.value_or(0), r.run.ranks, unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
     else
       out << "this run unknown (" << c.why_no_run_cost << ")\n";
     if (c.model_parallel && r.model_parallel)
       out << fmt::format("# Cost of model-parallel training (tp {} x pp {} x dp {}, {} {}): {} per 1000 steps\n",
                          r.model_parallel->tp, r.model_parallel->pp, r.model_parallel->dp, c.model_parallel->gpus,
-                         unit_word(r), money(c.model_parallel->per_1000_steps));
+                         unit_word(r), money_text(c.model_parallel->per_1000_steps, c.price.currency));
   }
   if (files_.json.empty() && files_.csv.empty()) {
     out << "# Files: none written (--json r.json keeps the result)\n";

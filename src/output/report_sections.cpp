@@ -9,7 +9,9 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/analysis/headline.hpp"
 #include "fabricbench/core/sizes.hpp"
+#include "fabricbench/core/text.hpp"
 #include "fabricbench/core/text_safety.hpp"
 #include "fabricbench/output/printer.hpp"
 #include "fabricbench/output/topology_summary.hpp"
@@ -27,8 +29,6 @@ std::string ratio_text(const std::optional<Spread>& base, const std::optional<Sp
   if (!base || !other || base->mean <= 0) return "-";
   return fmt::format("{:.2f}", other->mean / base->mean);
 }
-
-std::string money(double v) { return v >= 100 ? fmt::format("{:.0f}", v) : fmt::format("{:.4g}", v); }
 
 // RFC 4180 quoting where needed, formulas and control characters defused.
 std::string csv_text(const std::string& text) { return csv_safe_cell(text); }
@@ -70,9 +70,11 @@ void print_health(const HealthResult& health, std::ostream& out) {
   for (const Finding& f : health.findings) out << "#   " << f.message << '\n';
 }
 
-void print_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostream& out) {
-  out << fmt::format("#\n# Verdict: {}\n", name(level));
-  for (const Verdict& v : verdicts) {
+void print_decision(const ReportRun& run, std::ostream& out) {
+  out << fmt::format("#\n# Verdict: {}\n", name(run.level));
+  for (const HeadlineLine& line : headline(run)) out << fmt::format("#   {:<13} {}\n", line.topic + ":", line.text);
+  out << "# Verdicts, worst first:\n";
+  for (const Verdict& v : run.verdicts) {
     out << fmt::format("#   {:<4} {:<9} {}: {}\n", name(v.level), name(v.kind), v.subject, v.reason);
     if (!v.cause.empty()) out << fmt::format("#        cause: {}\n", v.cause);
     if (!v.fix.empty()) out << fmt::format("#        fix: {}\n", v.fix);
@@ -114,27 +116,29 @@ void print_report(const Report& report, std::ostream& out) {
     }
     if (run.cost) {
       const CostSummary& c = *run.cost;
-      out << fmt::format("#\n# Cost at {}\n", c.price.per_gpu_hour
-                                                  ? fmt::format("{} per {}-hour", money(*c.price.per_gpu_hour),
-                                                                unit_word(r) == "GPUs" ? "GPU" : "rank")
-                                                  : fmt::format("{} per node-hour", money(*c.price.per_node_hour)));
+      out << fmt::format("#\n# Cost at {}\n",
+                         c.price.per_gpu_hour
+                             ? fmt::format("{} per {}-hour", money_text(*c.price.per_gpu_hour, c.price.currency),
+                                           unit_word(r) == "GPUs" ? "GPU" : "rank")
+                             : fmt::format("{} per node-hour", money_text(*c.price.per_node_hour, c.price.currency)));
       if (c.run_cost)
-        out << fmt::format("#   this run: {} ({:.1f} s on {} {}, {} node{})\n", money(*c.run_cost),
-                           r.duration_s.value_or(0), r.run.ranks, unit_word(r), r.run.nodes,
-                           r.run.nodes == 1 ? "" : "s");
+        out << fmt::format("#   this run: {} ({:.1f} s on {} {}, {} node{})\n",
+                           money_text(*c.run_cost, c.price.currency), r.duration_s.value_or(0), r.run.ranks,
+                           unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
       else
         out << "#   this run: unknown (" << c.why_no_run_cost << ")\n";
       if (!c.training.empty()) {
         out << fmt::format("#   {:>6} {:>6} {:>10} {:>16}\n", "nodes", unit_word(r), "step (ms)", "per 1000 steps");
         for (const CostPoint& p : c.training)
-          out << fmt::format("    {:>6} {:>6} {:>10.3f} {:>16}\n", p.nodes, p.gpus, p.step_ms, money(p.per_1000_steps));
+          out << fmt::format("    {:>6} {:>6} {:>10.3f} {:>16}\n", p.nodes, p.gpus, p.step_ms,
+                             money_text(p.per_1000_steps, c.price.currency));
       }
       if (const auto& mp = c.model_parallel; mp && r.model_parallel)
         out << fmt::format("#   model parallel (tp {} x pp {} x dp {}, {} {}): step {:.3f} ms, {} per 1000 steps\n",
                            r.model_parallel->tp, r.model_parallel->pp, r.model_parallel->dp, mp->gpus, unit_word(r),
-                           mp->step_ms, money(mp->per_1000_steps));
+                           mp->step_ms, money_text(mp->per_1000_steps, c.price.currency));
     }
-    print_verdicts(run.verdicts, run.level, out);
+    print_decision(run, out);
   }
   if (report.runs.size() < 2) return;
   out << "#\n# Comparison (busbw GB/s: mean±sd over each group's runs; ratio to A)\n";

@@ -246,11 +246,11 @@ TEST(ModelParallel, CostOfAThousandStepsAndTheTextTable) {
   m.projection = project_model_parallel(config(2, 2, 4, 8), 120.0, 2, 100.0, 250.0);  // a 48 ms step
   r.model_parallel = m;
   // 48 ms x 1000 = 48 s on 8 GPUs at 2.5 an hour: 48 / 3600 x 8 x 2.5; by node: 48 / 3600 x 2 x 20.
-  const std::optional<CostSummary> by_gpu = cost_of(r, PriceInfo{2.5, std::nullopt});
+  const std::optional<CostSummary> by_gpu = cost_of(r, PriceInfo{2.5, std::nullopt, ""});
   ASSERT_TRUE(by_gpu && by_gpu->model_parallel);
   EXPECT_DOUBLE_EQ(by_gpu->model_parallel->step_ms, 48.0);
   EXPECT_NEAR(by_gpu->model_parallel->per_1000_steps, 48.0 / 3600 * 8 * 2.5, 1e-12);
-  const std::optional<CostSummary> by_node = cost_of(r, PriceInfo{std::nullopt, 20.0});
+  const std::optional<CostSummary> by_node = cost_of(r, PriceInfo{std::nullopt, 20.0, ""});
   ASSERT_TRUE(by_node && by_node->model_parallel);
   EXPECT_NEAR(by_node->model_parallel->per_1000_steps, 48.0 / 3600 * 2 * 20, 1e-12);
 
@@ -267,7 +267,7 @@ TEST(ModelParallel, CostOfAThousandStepsAndTheTextTable) {
   print_model_parallel(m, skipped);
   EXPECT_NE(skipped.str().find("# skipped: the pair matrix has no figure for a <-> b"), std::string::npos);
   r.model_parallel = m;
-  EXPECT_FALSE(cost_of(r, PriceInfo{2.5, std::nullopt})->model_parallel);  // no step, no cost
+  EXPECT_FALSE(cost_of(r, PriceInfo{2.5, std::nullopt, ""})->model_parallel);  // no step, no cost
 }
 
 }  // namespace

@@ -415,7 +415,7 @@ TEST(Report, CostOfTheRunAndOfTraining) {
   EXPECT_NEAR(*cost->run_cost, 95.5 / 3600 * 16 * 2.5, 1e-12);
   ASSERT_EQ(cost->training.size(), 2U);
   EXPECT_NEAR(cost->training[1].per_1000_steps, a.scaling->projection[1].step_ms * 1000 / 3.6e6 * 16 * 2.5, 1e-12);
-  const auto by_node = cost_of(a, PriceInfo{std::nullopt, 20.0});
+  const auto by_node = cost_of(a, PriceInfo{std::nullopt, 20.0, ""});
   EXPECT_NEAR(*by_node->run_cost, 95.5 / 3600 * 2 * 20.0, 1e-12);
   RunResult unpriced = a;
   unpriced.run.cost.reset();

@@ -52,7 +52,7 @@ RunResult fully_populated() {
   // Bytes that are not UTF-8 in a value and in a name: "byte_strings".
   r.run.environment = {{"NCCL_DEBUG", "WARN"}, {"NCCL_SOCKET_IFNAME", "eth\xff"}, {"NCCL_\xfe", "1"}};
   r.run.devices = {"rank 0: a GPU 0", "rank 1: b GPU 0"};
-  r.run.cost = PriceInfo{2.5, 20.0};
+  r.run.cost = PriceInfo{2.5, 20.0, "EUR"};
   r.run.rank_time = RankTime::max;
   r.complete = false;  // ended early, so the reason is there too
   r.end_reason = "interrupted by SIGINT";

@@ -347,9 +347,12 @@ TEST(Printers, RunSummaryNamesVerdictsCostFilesAndNextCommand) {
   RunSummaryPrinter(out, {"out/r.json", "out/r.csv"}).finalize(judged(r, priced));
   const std::string text = out.str();
   EXPECT_NE(text.find("# Verdict: "), std::string::npos) << text;
-  // A CPU-only run: ranks, not GPUs. 36 s x 4 ranks x 2 per hour = 0.08.
-  EXPECT_NE(text.find("# Cost at 2 per rank-hour: this run 0.08 (36.0 s on 4 ranks, 2 nodes)"), std::string::npos)
+  // A CPU-only run: ranks, not GPUs. 36 s x 4 ranks x 2 per hour = 0.08,
+  // in the default currency; the decision's cost line says it first.
+  EXPECT_NE(text.find("# Cost at USD 2 per rank-hour: this run USD 0.08 (36.0 s on 4 ranks, 2 nodes)"),
+            std::string::npos)
       << text;
+  EXPECT_LT(text.find("#   cost:         this run USD 0.08\n"), text.find("# Verdicts, worst first:")) << text;
   const std::string cost = text.substr(text.find("# Cost"), text.find('\n', text.find("# Cost")) - text.find("# Cost"));
   EXPECT_EQ(cost.find("GPU"), std::string::npos) << cost;
   EXPECT_NE(text.find("# Files: out/r.json out/r.csv\n"), std::string::npos) << text;

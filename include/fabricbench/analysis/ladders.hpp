@@ -10,6 +10,7 @@
 #include "fabricbench/core/config.hpp"
 #include "fabricbench/records/gpu_ladder.hpp"
 #include "fabricbench/records/scaling.hpp"
+#include "fabricbench/records/verdict.hpp"
 
 namespace fabricbench {
 
@@ -50,6 +51,16 @@ void price_gpu_ladder(GpuLadderResult& result, std::optional<std::int64_t> steps
 // The scaling ladder judged in place: analyze_ladder over its levels, then,
 // with a projection input, the projection over its `nodes` levels.
 void judge_ladder(ScaleResult& result);
+
+// Scaling judged, one verdict per op of the ladder's node levels. From 3
+// nodes on, the busbw of the largest node count against 2 nodes' (the trend
+// across the network: a ring's busbw stays flat as nodes join on a fabric
+// that carries them) below `threshold` is a WARN with its cause and fix,
+// else OK; 1 -> N (the step from inside a node onto the network) is said in
+// the reason, never judged. With 2 nodes at most, one INFO says what
+// judging needs. `slow_hosts`: the nodes the pair matrix named, for the cause.
+std::vector<Verdict> scaling_verdicts(const ScaleResult& scaling, double threshold,
+                                      const std::vector<std::string>& slow_hosts);
 
 // The GPU-count ladder judged in place: analyze_gpu_ladder, then, with a
 // projection input, the projection and its price (price_gpu_ladder).

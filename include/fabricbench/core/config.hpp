@@ -155,9 +155,13 @@ struct ReportConfig {
   std::string expectations_path;
   std::string expectations_text;
   bool fail_on_warn = false;  // WARN exits 1
+  // --min-scaling-efficiency: the share of 2 nodes' busbw the largest node
+  // count must keep (analysis/ladders.hpp).
+  double min_scaling_efficiency = 0.8;
   std::optional<double> price_per_gpu_hour;
   std::optional<double> price_per_node_hour;
-  std::string profile;  // "smoke" or empty
+  std::string currency;  // --currency; empty: USD on a run, the file's on report
+  std::string profile;   // "smoke" or empty
 };
 
 struct RunConfig {

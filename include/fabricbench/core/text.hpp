@@ -17,4 +17,9 @@ std::optional<int> whole_int(std::string_view text);
 // `text` with A-Z made a-z; every other byte as it is (no locale).
 std::string lower_ascii(std::string_view text);
 
+// A price or a cost as people read it: whole above 100, else 4 significant
+// digits, never an exponent; after the currency code when there is one
+// ("USD 0.4167", "1250").
+std::string money_text(double value, std::string_view currency = {});
+
 }  // namespace fabricbench

@@ -56,7 +56,9 @@ void print_budget(const BudgetRecord& budget, std::optional<double> duration_s, 
 void print_health(const HealthResult& health, std::ostream& out);
 
 // The verdicts alone (what `run --expect` prints after its tables).
-void print_verdicts(const std::vector<Verdict>& verdicts, Level level, std::ostream& out);
+// "# Verdict: LEVEL", the headline (analysis/headline.hpp), then every
+// verdict worst first with its cause, fix and source.
+void print_decision(const ReportRun& run, std::ostream& out);
 
 // The sweep's table is a printer: TablePrinter in output/printer.hpp.
 

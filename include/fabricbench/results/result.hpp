@@ -38,9 +38,13 @@ struct ToolInfo {
 
 // The price of the machines, as the person running the tool gave it (any
 // currency): what the reports turn into the cost of the run and of training.
+// The currency of prices given without --currency.
+inline constexpr std::string_view default_currency = "USD";
+
 struct PriceInfo {
   std::optional<double> per_gpu_hour;  // per rank-hour: one rank drives one GPU
   std::optional<double> per_node_hour;
+  std::string currency;  // ISO 4217 code (--currency); empty in files from before it
 };
 
 // Who ran where, and how.
@@ -175,6 +179,7 @@ requires std::same_as<std::remove_const_t<Self>, PriceInfo>
 void fields_of(Self& p, Field&& field) {
   field("price_per_gpu_hour", fields::omitted(p.per_gpu_hour));
   field("price_per_node_hour", fields::omitted(p.per_node_hour));
+  field("currency", fields::omitted(p.currency));
 }
 
 template <class Self, class Field>
