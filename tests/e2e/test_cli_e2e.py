@@ -448,7 +448,7 @@ class ModelParallel(unittest.TestCase):
         self.assertEqual(report.returncode, 0, report.stderr)
         self.assertIn("# Projected model-parallel training: tp 2 x pp 1 x dp 2", report.stdout)
         self.assertRegex(report.stdout, r"#   model parallel \(tp 2 x pp 1 x dp 2, 4 ranks\): step [0-9.]+ ms, "
-                                        r"[0-9.]+ per 1000 steps")
+                                        r"USD [0-9.]+ per 1000 steps")
         html = os.path.join(self.dir.name, "mp.html")
         report = subprocess.run([ARGS.binary, "report", self.json, "--html", html], capture_output=True, text=True,
                                 timeout=60)
