@@ -186,7 +186,8 @@ class Outputs(unittest.TestCase):
 
 class Comparison(unittest.TestCase):
     """Several files: grouped by label, keyed by redop, no ratio in the
-    noise, the comparison and its result line first; its CSV."""
+    noise, the comparison and its result line first; CSV of it and of every
+    section."""
 
     def setUp(self):
         self.dir = tempfile.TemporaryDirectory()
@@ -272,6 +273,41 @@ class Comparison(unittest.TestCase):
         # The rows' keys are unique per group: nothing merged, nothing doubled.
         key = lambda r: (r["group"], r["op"], r["dtype"], r["redop"], r["root"], r["placement"], r["bytes"])
         self.assertEqual(len({key(r) for r in rows}), len(rows))
+
+    def test_one_file_csv_writes_every_section_beside_its_records(self):
+        path = os.path.join(self.dir.name, "slow.csv")
+        proc = report(golden("run_slow.json"), "--csv", path)
+        self.assertIn(proc.returncode, (0, 1), proc.stderr)
+        with open(path, newline="", encoding="utf-8") as f:
+            records = list(csv.DictReader(f))
+        self.assertEqual(len(records), 10)
+        expected = {"ladder": 6, "pairs": 2, "findings": 1, "projection": 2}
+        for section, count in expected.items():
+            with self.subTest(section=section):
+                with open(os.path.join(self.dir.name, f"slow.{section}.csv"), newline="", encoding="utf-8") as f:
+                    rows = list(csv.DictReader(f))
+                self.assertEqual(len(rows), count)
+                for r in rows:
+                    self.assertEqual(r["label"], "slow-node")
+                    self.assertEqual(r["start_utc"], "2026-02-02T09:00:00Z")
+                    self.assertEqual(r["hostnames"], "mu-x mu-y")
+                    self.assertNotIn(None, r.values())  # as many cells as columns
+        names = sorted(os.listdir(self.dir.name))
+        self.assertEqual(names, sorted(["slow.csv"] + [f"slow.{s}.csv" for s in expected]))
+        with open(os.path.join(self.dir.name, "slow.pairs.csv"), newline="", encoding="utf-8") as f:
+            links = {(r["from_host"], r["to_host"]): float(r["bandwidth_gbs"]) for r in csv.DictReader(f)}
+        self.assertAlmostEqual(links[("mu-x", "mu-y")], 376.0 / 15, places=9)
+
+    def test_a_section_file_that_is_the_input_is_refused(self):
+        source = os.path.join(self.dir.name, "s.pairs.csv")  # a result file under an odd name
+        shutil.copy(golden("run_slow.json"), source)
+        proc = report(source, "--csv", os.path.join(self.dir.name, "s.csv"))
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        lines = [l for l in proc.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn("--csv (pairs section) ", lines[0])
+        self.assertIn("is an input of this report", lines[0])
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["s.pairs.csv"])
 
 
 # Checks, in the rendered page: each SVG text inside its SVG's box; each

@@ -7,6 +7,7 @@
 
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/results/result.hpp"
+#include "fabricbench/results/result_csv.hpp"
 
 namespace fabricbench {
 
@@ -14,6 +15,10 @@ namespace fabricbench {
 // first; the columns are the JSON's names (results/result_csv.hpp), plain
 // numbers, empty cells for what was not measured.
 void write_csv(const RunResult& result, std::ostream& out);
+
+// One section's table (results/result_csv.hpp: section_csv_tables) as CSV,
+// its header row first.
+void write_csv_table(const CsvTable& table, std::ostream& out);
 
 // CSV of a report: one file's records as `run --csv` writes them; several
 // files' comparison in long form, one row per point and group: the group
