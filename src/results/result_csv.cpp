@@ -254,18 +254,28 @@ CsvTable placement_table(const RunResult& r) {
 
 CsvTable projection_table(const RunResult& r) {
   TableBuilder t("projection", r.run);
+  // The model-parallel row's own figures: its split and its compute time
+  // (one replica's step on one GPU); it has no gradient input.
+  struct Split {
+    std::optional<int> tp, pp, dp;
+    std::optional<double> compute_ms;
+  };
   const auto row = [&t](const char* source, const std::optional<ProjectionInput>& in, std::optional<int> nodes,
-                        int gpus, const std::string& choice, double comm_ms, double step_ms, double speedup,
-                        double efficiency, std::optional<double> job_hours, std::optional<double> cost_per_job) {
+                        int gpus, const std::string& choice, const Split& split, double comm_ms, double step_ms,
+                        double speedup, double efficiency, std::optional<double> job_hours,
+                        std::optional<double> cost_per_job) {
     t.begin_row();
     t.add("source", std::string(source));
     t.add("grad_bytes", in ? std::optional<std::size_t>(in->grad_bytes) : std::nullopt);
-    t.add("compute_ms", in ? std::optional<double>(in->compute_ms) : none);
+    t.add("compute_ms", in ? std::optional<double>(in->compute_ms) : split.compute_ms);
     t.add("overlap", in ? std::optional<double>(in->overlap) : none);
     t.add("sharded", in ? std::optional<bool>(in->sharded) : std::nullopt);
     t.add("nodes", nodes);
     t.add("gpus", gpus);
     t.add("choice", choice);
+    t.add("tp", split.tp);
+    t.add("pp", split.pp);
+    t.add("dp", split.dp);
     t.add("comm_ms", comm_ms);
     t.add("step_ms", step_ms);
     t.add("speedup", speedup);
@@ -276,12 +286,18 @@ CsvTable projection_table(const RunResult& r) {
   };
   if (r.scaling)
     for (const ProjectionPoint& p : r.scaling->projection)
-      row("ladder", r.scaling->projection_input, p.nodes, p.gpus, "", p.comm_ms, p.step_ms, p.speedup, p.efficiency,
+      row("ladder", r.scaling->projection_input, p.nodes, p.gpus, "", {}, p.comm_ms, p.step_ms, p.speedup, p.efficiency,
           none, none);
   if (r.gpu_ladder)
     for (const GpuProjectionPoint& p : r.gpu_ladder->projection)
-      row("gpu_ladder", r.gpu_ladder->projection_input, std::nullopt, p.gpus, std::string(name(p.choice)), p.comm_ms,
-          p.step_ms, p.speedup, p.efficiency, p.job_hours, p.cost_per_job);
+      row("gpu_ladder", r.gpu_ladder->projection_input, std::nullopt, p.gpus, std::string(name(p.choice)), {},
+          p.comm_ms, p.step_ms, p.speedup, p.efficiency, p.job_hours, p.cost_per_job);
+  if (r.model_parallel && r.model_parallel->projection) {
+    const ModelParallelResult& m = *r.model_parallel;
+    const ModelParallelPoint& p = *m.projection;
+    row("model_parallel", std::nullopt, m.nodes, m.gpus, "", {m.tp, m.pp, m.dp, m.compute_ms},
+        p.tp_comm_ms + p.pp_comm_ms, p.step_ms, p.speedup, p.efficiency, none, none);
+  }
   return t.take();
 }
 

@@ -186,6 +186,15 @@ RunResult every_section() {
   s.nodes = {{0, "mu-x", 1, 1 << 30, 2, 1, 0.536870912, 1.073741824},
              {1, "mu-y", 1, 1 << 30, 1.5, 0.5, 0.7158, 2.1475}};
   r.storage = s;
+  ModelParallelResult mp;
+  mp.tp = 2;
+  mp.pp = 2;
+  mp.dp = 4;
+  mp.nodes = 2;
+  mp.gpus = 16;
+  mp.compute_ms = 480;
+  mp.projection = ModelParallelPoint{120, 6.5, 1.25, 30, 0.2, 157.75, 12.17, 0.76};
+  r.model_parallel = mp;
   return r;
 }
 
@@ -442,6 +451,16 @@ TEST(Printers, RunSummaryNamesVerdictsCostFilesAndNextCommand) {
   EXPECT_NE(text.find("# Files: out/r.json out/r.csv\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# Next: fabricbench report out/r.json --html out/r.html\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("1 rank:"), std::string::npos) << text;
+}
+
+// The summary names the sections' CSV files the run wrote beside its records.
+TEST(Printers, RunSummaryNamesTheSectionsCsvFiles) {
+  std::ostringstream out;
+  RunSummaryPrinter(out, {"", "out/r.csv"}).finalize(judged(every_section(), {}));
+  EXPECT_NE(out.str().find("# Files: out/r.csv out/r.ladder.csv out/r.gpu_ladder.csv out/r.pairs.csv "
+                           "out/r.findings.csv out/r.placement.csv out/r.projection.csv out/r.storage.csv\n"),
+            std::string::npos)
+      << out.str();
 }
 
 TEST(Printers, RunSummaryOnOneRankSaysNothingCrossedALink) {
