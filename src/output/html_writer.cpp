@@ -773,8 +773,8 @@ void write_report_html(const Report& report, std::ostream& out) {
       out << fmt::format(
           "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
           "<td class=\"l\">{} ({})</td><td>{}</td></tr>\n",
-          esc(g.label), esc(report.runs[i].path), esc(g.cluster), esc(r.run.start_utc), esc(r.tool.version),
-          esc(r.tool.git), r.duration_s ? fmt::format("{:.1f}", *r.duration_s) : "-");
+          esc(g.label + " (" + g.name + ")"), esc(report.runs[i].path), esc(g.cluster), esc(r.run.start_utc),
+          esc(r.tool.version), esc(r.tool.git), r.duration_s ? fmt::format("{:.1f}", *r.duration_s) : "-");
     }
   out << "</table>\n</section>\n";
 
