@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <iterator>
 #include <map>
 #include <ostream>
 #include <set>
@@ -20,10 +22,111 @@
 namespace fabricbench {
 namespace {
 
-std::string cluster_key(const RunResult& r) {
-  std::string key = fmt::format("{}|{}|", r.run.transport, r.run.ranks);
-  for (const std::string& h : r.run.hostnames) key += h + ",";
-  return key;
+// A finding as a comparison names it: what and where, without its figures
+// (which differ from run to run).
+std::string finding_text(const Finding& f) {
+  if (f.kind == FindingKind::slow_link && f.hosts.size() == 2)
+    return fmt::format("slow link {} -> {}", f.hosts[0], f.hosts[1]);
+  if (f.kind == FindingKind::slow_node && !f.hosts.empty()) return fmt::format("slow node {}", f.hosts[0]);
+  return f.message;
+}
+
+std::set<std::string> group_findings(const Report& report, const ReportGroup& group) {
+  std::set<std::string> out;
+  for (const std::size_t i : group.runs)
+    for (const Finding& f : report.runs[i].result.findings) out.insert(finding_text(f));
+  return out;
+}
+
+// Each measured node-to-node link of a group's runs by its two hosts: the
+// mean bandwidth over the runs that measured it.
+std::map<std::pair<std::string, std::string>, double> group_links(const Report& report, const ReportGroup& group) {
+  std::map<std::pair<std::string, std::string>, std::vector<double>> values;
+  for (const std::size_t i : group.runs) {
+    const std::optional<PairsResult>& p = report.runs[i].result.pairs;
+    if (!p) continue;
+    for (int a = 0; a < p->nodes.size; ++a)
+      for (int b = 0; b < p->nodes.size; ++b) {
+        const std::optional<double>& bw = p->nodes.bw(a, b);
+        const auto ua = static_cast<std::size_t>(a);
+        const auto ub = static_cast<std::size_t>(b);
+        if (a == b || !bw || ua >= p->hosts.size() || ub >= p->hosts.size()) continue;
+        values[{p->hosts[ua], p->hosts[ub]}].push_back(*bw);
+      }
+  }
+  std::map<std::pair<std::string, std::string>, double> out;
+  for (const auto& [link, v] : values) out[link] = spread_of(v).mean;
+  return out;
+}
+
+std::string group_title(const ReportGroup& g) { return fmt::format("{} ({})", g.label, g.name); }
+
+GroupHeadline headline_of(const Report& report, std::size_t g) {
+  GroupHeadline h;
+  h.group = g;
+  std::vector<std::string> parts;
+  // Per op, in the comparison's order: the geometric mean of the large sizes' ratios.
+  std::map<Op, std::pair<double, OpDifference>> ops;  // log sum, difference
+  std::vector<Op> order;
+  for (const CompareRow& row : report.compare) {
+    if (row.bytes < headline_min_bytes) continue;
+    const CompareRatio& r = row.ratio[g];
+    if (r.noise != Noise::none && r.noise != Noise::within_spread) continue;
+    auto [it, added] = ops.try_emplace(row.op, 0.0, OpDifference{row.op, 1.0, 0, 0});
+    if (added) order.push_back(row.op);
+    ++it->second.second.points;
+    if (r.value && *r.value > 0)
+      it->second.first += std::log(*r.value);
+    else
+      ++it->second.second.noisy;
+  }
+  for (const Op op : order) {
+    OpDifference d = ops[op].second;
+    d.ratio = std::exp(ops[op].first / d.points);
+    h.ops.push_back(d);
+    if (d.noisy == d.points)
+      parts.push_back(fmt::format("{} within noise", name(op)));
+    else if (std::abs(d.ratio - 1) < 0.005)
+      parts.push_back(fmt::format("{} the same busbw", name(op)));
+    else
+      parts.push_back(
+          fmt::format("{} {:.0f}% {} busbw", name(op), std::abs(1 - d.ratio) * 100, d.ratio < 1 ? "lower" : "higher"));
+  }
+  std::string text = fmt::format("{} vs {}: ", group_title(report.groups[g]), group_title(report.groups[0]));
+  if (parts.empty())
+    text += fmt::format("no sweep point >= {} measured by both", format_size(headline_min_bytes));
+  else {
+    for (std::size_t i = 0; i < parts.size(); ++i) text += (i ? ", " : "") + parts[i];
+    text += fmt::format(" at >= {} (geometric mean)", format_size(headline_min_bytes));
+  }
+
+  const auto base_links = group_links(report, report.groups[0]);
+  const auto links = group_links(report, report.groups[g]);
+  double worst = 0;
+  for (const auto& [link, bw] : links) {
+    const auto at = base_links.find(link);
+    if (at == base_links.end() || at->second <= 0 || bw <= 0) continue;
+    const double change = std::abs(std::log(bw / at->second));
+    if (change >= std::log(1.1) && change > worst) {
+      worst = change;
+      h.link = LinkDifference{link.first, link.second, at->second, bw};
+    }
+  }
+  if (h.link) {
+    const double r = h.link->other_gbs / h.link->base_gbs;
+    text += fmt::format("; link {} -> {} {:.1f}x {} ({:.1f} vs {:.1f} GB/s)", h.link->from, h.link->to,
+                        r < 1 ? 1 / r : r, r < 1 ? "slower" : "faster", h.link->other_gbs, h.link->base_gbs);
+  }
+  const std::set<std::string> base_findings = group_findings(report, report.groups[0]);
+  const std::set<std::string> findings = group_findings(report, report.groups[g]);
+  std::set_difference(findings.begin(), findings.end(), base_findings.begin(), base_findings.end(),
+                      std::back_inserter(h.only_here));
+  std::set_difference(base_findings.begin(), base_findings.end(), findings.begin(), findings.end(),
+                      std::back_inserter(h.only_base));
+  for (const std::string& f : h.only_here) text += fmt::format("; {} only in {}", f, report.groups[g].label);
+  for (const std::string& f : h.only_base) text += fmt::format("; {} only in {}", f, report.groups[0].label);
+  h.text = std::move(text);
+  return h;
 }
 
 std::vector<std::string> topology_facts(const RunResult& r) {
@@ -49,7 +152,7 @@ const std::vector<std::string>& topology_fact_names() {
 
 std::string group_series_label(const Report& report, std::size_t g) {
   const ReportGroup& group = report.groups[g];
-  return report.groups.size() > 1 ? group.label + ": " + group.cluster : group.cluster;
+  return report.groups.size() > 1 ? fmt::format("{}: {}, {}", group.label, group.name, group.cluster) : group.cluster;
 }
 
 void add_busbw_charts(Report& report) {
@@ -166,6 +269,34 @@ void add_matrix_charts(Report& report) {
 
 }  // namespace
 
+std::string_view name(Noise noise) {
+  switch (noise) {
+    case Noise::none:
+      return "";
+    case Noise::missing:
+      return "missing";
+    case Noise::below_floor:
+      return "below noise floor";
+    case Noise::within_spread:
+      return "within spread";
+  }
+  return "";
+}
+
+std::string group_key(const std::string& path, const RunResult& result) {
+  return result.run.label.empty() ? "file:" + path : "label:" + result.run.label;
+}
+
+CompareRatio compare_ratio(const std::optional<Spread>& base, const std::optional<Spread>& other, double floor_gbs) {
+  if (!base || !other || base->runs == 0 || other->runs == 0) return {std::nullopt, Noise::missing};
+  if (base->mean < floor_gbs || other->mean < floor_gbs || base->mean <= 0) return {std::nullopt, Noise::below_floor};
+  if (base->runs > 1 || other->runs > 1) {
+    const double se = std::sqrt(base->sd * base->sd / base->runs + other->sd * other->sd / other->runs);
+    if (std::abs(other->mean - base->mean) <= 2 * se) return {std::nullopt, Noise::within_spread};
+  }
+  return {other->mean / base->mean, Noise::none};
+}
+
 std::string unit_word(const RunResult& result) { return result.run.transport == "mpi" ? "ranks" : "GPUs"; }
 
 std::string cluster_text(const RunResult& r) {
@@ -267,13 +398,15 @@ Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, con
 
   std::map<std::string, std::size_t> group_of;
   for (std::size_t i = 0; i < report.runs.size(); ++i) {
-    const std::string key = cluster_key(report.runs[i].result);
-    auto [it, added] = group_of.emplace(key, report.groups.size());
+    const ReportRun& run = report.runs[i];
+    auto [it, added] = group_of.emplace(group_key(run.path, run.result), report.groups.size());
     if (added) {
       const std::size_t g = report.groups.size();
-      report.groups.push_back({g < 26 ? std::string(1, static_cast<char>('A' + g)) : fmt::format("G{}", g + 1),
-                               cluster_text(report.runs[i].result),
-                               {}});
+      report.groups.push_back(
+          {g < 26 ? std::string(1, static_cast<char>('A' + g)) : fmt::format("G{}", g + 1),
+           run.result.run.label.empty() ? std::filesystem::path(run.path).filename().string() : run.result.run.label,
+           cluster_text(run.result),
+           {}});
     }
     report.groups[it->second].runs.push_back(i);
   }
@@ -283,29 +416,41 @@ Report build_report(std::vector<ReportRun> runs, const ReportConfig& config, con
   if (report.runs.size() < 2) return report;
 
   const std::size_t ngroups = report.groups.size();
-  using Key = std::tuple<int, int, int, std::size_t>;
+  // op, dtype, redop, root, placement, size; -1 for an op without a redop or a root.
+  using Key = std::tuple<int, int, int, int, int, std::size_t>;
   std::map<Key, std::vector<std::vector<double>>> points;
-  std::vector<Key> order;
+  std::map<Op, double> peak;  // the highest busbw of each op, any group
   for (std::size_t g = 0; g < ngroups; ++g)
     for (const std::size_t i : report.groups[g].runs)
       for (const SweepRecord& r : report.runs[i].result.records) {
         if (!r.timing) continue;
-        const Key key{static_cast<int>(r.op), static_cast<int>(r.dtype), static_cast<int>(r.placement), r.bytes};
+        const Key key{static_cast<int>(r.op), static_cast<int>(r.dtype),     r.redop ? static_cast<int>(*r.redop) : -1,
+                      r.root.value_or(-1),    static_cast<int>(r.placement), r.bytes};
         auto [it, added] = points.try_emplace(key, ngroups);
-        if (added) order.push_back(key);
         it->second[g].push_back(r.timing->busbw_gbs);
       }
-  std::sort(order.begin(), order.end());
-  for (const Key& key : order) {
+  for (const auto& [key, by_group] : points) {
     CompareRow row;
     row.op = static_cast<Op>(std::get<0>(key));
     row.dtype = static_cast<DType>(std::get<1>(key));
-    row.placement = static_cast<Placement>(std::get<2>(key));
-    row.bytes = std::get<3>(key);
-    for (const std::vector<double>& values : points[key])
+    if (std::get<2>(key) >= 0) row.redop = static_cast<RedOp>(std::get<2>(key));
+    if (std::get<3>(key) >= 0) row.root = std::get<3>(key);
+    row.placement = static_cast<Placement>(std::get<4>(key));
+    row.bytes = std::get<5>(key);
+    for (const std::vector<double>& values : by_group) {
       row.busbw.push_back(values.empty() ? std::nullopt : std::optional<Spread>(spread_of(values)));
+      if (row.busbw.back()) peak[row.op] = std::max(peak[row.op], row.busbw.back()->mean);
+    }
     report.compare.push_back(std::move(row));
   }
+  for (CompareRow& row : report.compare) {
+    const double floor = noise_floor_fraction * peak[row.op];
+    for (std::size_t g = 0; g < ngroups; ++g)
+      row.ratio.push_back(g == 0 ? CompareRatio{row.busbw[0] ? std::optional<double>(1.0) : std::nullopt,
+                                                row.busbw[0] ? Noise::none : Noise::missing}
+                                 : compare_ratio(row.busbw[0], row.busbw[g], floor));
+  }
+  for (std::size_t g = 1; g < ngroups; ++g) report.headline.push_back(headline_of(report, g));
 
   using LadderKey = std::pair<int, std::string>;
   std::map<LadderKey, std::pair<std::vector<std::vector<double>>, std::vector<std::vector<double>>>> ladder;

@@ -105,8 +105,10 @@ bool progress_wanted(const RunConfig& config) {
 void write_results(const RunConfig& config, const RunResult& result) {
   if (!config.json_path.empty())
     write_file_atomically(config.json_path, [&result](std::ostream& out) { write_json(result, out); });
-  if (!config.csv_path.empty())
+  if (!config.csv_path.empty()) {
     write_file_atomically(config.csv_path, [&result](std::ostream& out) { write_csv(result, out); });
+    write_section_csv_files(config.csv_path, result);
+  }
 }
 
 // What the lead rank saved last, for the watchdog: on a timeout or a signal
@@ -266,7 +268,9 @@ class RunPipeline {
     agree_on_root(world_, [this] {
       if (!config_.json_path.empty()) check_writable(config_.json_path, "--json");
       if (!config_.csv_path.empty()) check_writable(config_.csv_path, "--csv");
-      check_distinct_outputs({{"--json", config_.json_path}, {"--csv", config_.csv_path}}, {});
+      std::vector<NamedOutput> outputs = csv_outputs(config_.csv_path);
+      outputs.push_back({"--json", config_.json_path});
+      check_distinct_outputs(outputs, {});
     });
     transport_ = make_transport_for(config_, world_, layout_);
     validate_for_transport(config_, *transport_);

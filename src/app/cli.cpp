@@ -277,7 +277,9 @@ void add_collective_options(CLI::App& cmd, RawOptions& o, Command) {
                                           "-q); under mpirun the ranks' stderr is a pipe, so pass on to see it",
                                           choices_of<ProgressChoice>()),
                               o.progress));
-  cmd.add_option("--csv", o.csv, "Write the sweep's records as CSV to FILE");
+  cmd.add_option("--csv", o.csv,
+                 "Write the sweep's records as CSV to FILE, and each other section the run holds beside it "
+                 "(FILE.ladder.csv, FILE.pairs.csv, ...)");
 }
 
 void add_iteration_options(CLI::App& cmd, RawOptions& o, Command) {
@@ -490,7 +492,9 @@ void add_topo_output_options(CLI::App& cmd, RawOptions& o, Command) {
 
 void add_report_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("files", o.files, "Result JSON files (several: compared; same cluster: aggregated)")->required();
-  cmd.add_option("--csv", o.csv, "Write CSV to FILE (one file: its records; several: the comparison)");
+  cmd.add_option("--csv", o.csv,
+                 "Write CSV to FILE (one file: its records, and its sections beside it as run --csv writes them; "
+                 "several: the comparison, one row per point and group)");
   cmd.add_option("--html", o.html, "Write a self-contained HTML page with charts to FILE");
   cmd.add_flag("-q,--quiet", o.quiet, "Print only the verdict line and errors");
 }

@@ -22,7 +22,11 @@ int run_report(const RunConfig& config, std::ostream& out) {
   for (const std::string& e : rc.expects) (void)parse_gate(e);  // bad expressions before any file is read
   if (!config.csv_path.empty()) check_writable(config.csv_path, "--csv");
   if (!rc.html_path.empty()) check_writable(rc.html_path, "--html");
-  check_distinct_outputs({{"--csv", config.csv_path}, {"--html", rc.html_path}}, rc.files);
+  // One file's --csv writes its sections beside it too (output.hpp: csv_outputs).
+  std::vector<NamedOutput> outputs =
+      rc.files.size() == 1 ? csv_outputs(config.csv_path) : std::vector<NamedOutput>{{"--csv", config.csv_path}};
+  outputs.push_back({"--html", rc.html_path});
+  check_distinct_outputs(outputs, rc.files);
   std::vector<ReportRun> runs;
   for (const std::string& path : rc.files) runs.push_back({path, read_result_file(path), {}, Level::ok, {}});
   const Report report = build_report(std::move(runs), rc, expectations_with(rc.expectations_text));
@@ -36,6 +40,9 @@ int run_report(const RunConfig& config, std::ostream& out) {
   if (!config.csv_path.empty()) printers.add(make_file_printer(config.csv_path, make_report_csv_printer));
   if (!rc.html_path.empty()) printers.add(make_file_printer(rc.html_path, make_html_printer));
   printers.finalize(report);
+  // One file: its other sections beside its records, as `run --csv` writes them.
+  if (!config.csv_path.empty() && report.runs.size() == 1)
+    write_section_csv_files(config.csv_path, report.runs.front().result);
   return report.exit_code;
 }
 

@@ -788,8 +788,8 @@ void write_report_html(const Report& report, std::ostream& out) {
       out << fmt::format(
           "<tr><td>{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td><td class=\"l\">{}</td>"
           "<td class=\"l\">{} ({})</td><td>{}</td></tr>\n",
-          esc(g.label), esc(report.runs[i].path), esc(g.cluster), esc(r.run.start_utc), esc(r.tool.version),
-          esc(r.tool.git), r.duration_s ? fmt::format("{:.1f}", *r.duration_s) : "-");
+          esc(g.label + " (" + g.name + ")"), esc(report.runs[i].path), esc(g.cluster), esc(r.run.start_utc),
+          esc(r.tool.version), esc(r.tool.git), r.duration_s ? fmt::format("{:.1f}", *r.duration_s) : "-");
     }
   out << "</table>\n</section>\n";
 
@@ -814,16 +814,22 @@ void write_report_html(const Report& report, std::ostream& out) {
   if (nccl_header) out << "</section>\n";
 
   if (report.runs.size() > 1 && !report.compare.empty()) {
-    out << "<section id=\"comparison\">\n<h2>Comparison</h2>\n<p>busbw in GB/s, mean ± standard deviation over each "
-           "group's runs (min–max in the tooltip); ratio to A.</p>\n<div class=\"table-wrap\"><table><tr><th "
-           "class=\"l\">op</th><th>dtype</th>"
-           "<th>placement</th><th>size</th>";
+    out << "<section id=\"comparison\">\n<h2>Comparison</h2>\n";
+    for (const GroupHeadline& h : report.headline) out << "<p class=\"result\">" << esc(h.text) << "</p>\n";
+    out << fmt::format(
+        "<p>Runs grouped by their label, else each file alone. busbw in GB/s, mean ± standard deviation over each "
+        "group's runs (min–max in the tooltip); ratio to A, ~ within noise (a side below {:g}% of the op's peak, or "
+        "the difference within twice the standard error of the runs' spread).</p>\n<div "
+        "class=\"table-wrap\"><table><tr><th "
+        "class=\"l\">op</th><th>dtype</th><th>redop</th><th>root</th><th>placement</th><th>size</th>",
+        noise_floor_fraction * 100);
     for (const ReportGroup& g : report.groups) out << "<th>" << esc(g.label) << "</th>";
     for (std::size_t g = 1; g < report.groups.size(); ++g) out << "<th>" << esc(report.groups[g].label) << "/A</th>";
     out << "</tr>\n";
     for (const CompareRow& row : report.compare) {
-      out << fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td>", name(row.op), name(row.dtype),
-                         name(row.placement), esc(format_size(row.bytes)));
+      out << fmt::format("<tr><td class=\"l\">{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>",
+                         name(row.op), name(row.dtype), row.redop ? std::string(name(*row.redop)) : "-",
+                         row.root ? std::to_string(*row.root) : "-", name(row.placement), esc(format_size(row.bytes)));
       for (const auto& s : row.busbw) {
         if (!s)
           out << "<td>-</td>";
@@ -831,11 +837,14 @@ void write_report_html(const Report& report, std::ostream& out) {
           out << fmt::format("<td title=\"min {} max {}, {} run(s)\">{}{}</td>", num(s->min), num(s->max), s->runs,
                              num(s->mean), s->runs > 1 ? fmt::format(" ± {}", num(s->sd)) : "");
       }
-      for (std::size_t g = 1; g < row.busbw.size(); ++g) {
-        if (row.busbw[0] && row.busbw[g] && row.busbw[0]->mean > 0)
-          out << fmt::format("<td>{:.2f}</td>", row.busbw[g]->mean / row.busbw[0]->mean);
-        else
+      for (std::size_t g = 1; g < row.ratio.size(); ++g) {
+        const CompareRatio& r = row.ratio[g];
+        if (r.value)
+          out << fmt::format("<td>{:.2f}</td>", *r.value);
+        else if (r.noise == Noise::missing)
           out << "<td>-</td>";
+        else
+          out << fmt::format("<td title=\"{}\">~</td>", name(r.noise));
       }
       out << "</tr>\n";
     }

@@ -10,6 +10,7 @@
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/sections.hpp"
 #include "fabricbench/output/terminal_stream.hpp"
+#include "fabricbench/results/result_csv.hpp"
 
 namespace fabricbench {
 namespace {
@@ -262,7 +263,10 @@ void RunSummaryPrinter::finalize(const Report& report) {
   } else {
     out << "# Files:";
     if (!files_.json.empty()) out << ' ' << files_.json;
-    if (!files_.csv.empty()) out << ' ' << files_.csv;
+    if (!files_.csv.empty()) {
+      out << ' ' << files_.csv;
+      for (const CsvTable& table : section_csv_tables(r)) out << ' ' << section_csv_path(files_.csv, table.section);
+    }
     out << '\n';
     if (!files_.json.empty())
       out << fmt::format("# Next: fabricbench report {} --html {}.html\n", files_.json,

@@ -1,7 +1,6 @@
 #include "fabricbench/output/file_writers.hpp"
 #include "fabricbench/output/sections.hpp"
 
-#include <filesystem>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -25,31 +24,14 @@ std::string spread_text(const std::optional<Spread>& s) {
   return fmt::format("{:.3f}±{:.3f}", s->mean, s->sd);
 }
 
-std::string ratio_text(const std::optional<Spread>& base, const std::optional<Spread>& other) {
-  if (!base || !other || base->mean <= 0) return "-";
-  return fmt::format("{:.2f}", other->mean / base->mean);
+// "~" where the point is within noise, "-" where a side did not measure it.
+std::string ratio_text(const CompareRatio& r) {
+  if (r.value) return fmt::format("{:.2f}", *r.value);
+  return r.noise == Noise::missing ? "-" : "~";
 }
 
 // RFC 4180 quoting where needed, formulas and control characters defused.
 std::string csv_text(const std::string& text) { return csv_safe_cell(text); }
-
-// A group's name in the comparison CSV: the --label its runs share, else
-// their files' names ("run_a.json+run_a2.json"), so concatenated or pasted
-// comparisons say which run is which.
-std::string group_name(const Report& report, const ReportGroup& group) {
-  std::string label;
-  bool shared = true;
-  for (const std::size_t i : group.runs) {
-    const std::string& l = report.runs[i].result.run.label;
-    if (l.empty() || (!label.empty() && l != label)) shared = false;
-    label = l;
-  }
-  if (shared && !label.empty()) return label;
-  std::string files;
-  for (const std::size_t i : group.runs)
-    files += (files.empty() ? "" : "+") + std::filesystem::path(report.runs[i].path).filename().string();
-  return files;
-}
 
 }  // namespace
 
@@ -82,83 +64,99 @@ void print_decision(const ReportRun& run, std::ostream& out) {
   }
 }
 
-void print_report(const Report& report, std::ostream& out) {
-  for (const ReportRun& run : report.runs) {
-    const RunResult& r = run.result;
-    out << fmt::format("# {}: fabricbench {} (git {}) on {}, started {}\n", run.path, r.tool.version, r.tool.git,
-                       cluster_text(r), r.run.start_utc);
-    TablePrinter table(out);
-    table.columns_for(r);
-    std::vector<SweepRecord> point;
-    for (const SweepRecord& rec : r.records) {
-      if (!point.empty() && (rec.op != point.front().op || rec.dtype != point.front().dtype ||
-                             rec.bytes != point.front().bytes || rec.redop != point.front().redop)) {
-        table.point(point);
-        point.clear();
-      }
-      point.push_back(rec);
+namespace {
+
+// One file's report: its tables, sections, cost and verdicts.
+void print_run(const ReportRun& run, std::ostream& out) {
+  const RunResult& r = run.result;
+  out << fmt::format("# {}: fabricbench {} (git {}) on {}, started {}\n", run.path, r.tool.version, r.tool.git,
+                     cluster_text(r), r.run.start_utc);
+  TablePrinter table(out);
+  table.columns_for(r);
+  std::vector<SweepRecord> point;
+  for (const SweepRecord& rec : r.records) {
+    if (!point.empty() && (rec.op != point.front().op || rec.dtype != point.front().dtype ||
+                           rec.bytes != point.front().bytes || rec.redop != point.front().redop)) {
+      table.point(point);
+      point.clear();
     }
-    if (!point.empty()) table.point(point);
-    if (!r.records.empty()) table.summary(r);
-    if (r.scaling) print_ladder(*r.scaling, out);
-    if (r.health) print_health(*r.health, out);
-    if (r.gpu_ladder) print_gpu_ladder(*r.gpu_ladder, out);
-    if (r.pairs) print_pairs(*r.pairs, r.findings, out);
-    if (r.islands) print_islands(*r.islands, out);
-    if (r.nccl) print_nccl_usage(*r.nccl, out);
-    if (r.bisection) print_bisection(*r.bisection, out);
-    if (r.storage) print_storage(*r.storage, out);
-    if (r.budget) print_budget(*r.budget, r.duration_s, out);
-    if (r.model_parallel) print_model_parallel(*r.model_parallel, out);
-    if (r.topology) {
-      out << "#\n";
-      write_topology_summary(*r.topology, out);
-    }
-    if (run.cost) {
-      const CostSummary& c = *run.cost;
-      out << fmt::format("#\n# Cost at {}\n",
-                         c.price.per_gpu_hour
-                             ? fmt::format("{} per {}-hour", money_text(*c.price.per_gpu_hour, c.price.currency),
-                                           unit_word(r) == "GPUs" ? "GPU" : "rank")
-                             : fmt::format("{} per node-hour", money_text(*c.price.per_node_hour, c.price.currency)));
-      if (c.run_cost)
-        out << fmt::format("#   this run: {} ({:.1f} s on {} {}, {} node{})\n",
-                           money_text(*c.run_cost, c.price.currency), r.duration_s.value_or(0), r.run.ranks,
-                           unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
-      else
-        out << "#   this run: unknown (" << c.why_no_run_cost << ")\n";
-      if (!c.training.empty()) {
-        out << fmt::format("#   {:>6} {:>6} {:>10} {:>16}\n", "nodes", unit_word(r), "step (ms)", "per 1000 steps");
-        for (const CostPoint& p : c.training)
-          out << fmt::format("    {:>6} {:>6} {:>10.3f} {:>16}\n", p.nodes, p.gpus, p.step_ms,
-                             money_text(p.per_1000_steps, c.price.currency));
-      }
-      if (const auto& mp = c.model_parallel; mp && r.model_parallel)
-        out << fmt::format("#   model parallel (tp {} x pp {} x dp {}, {} {}): step {:.3f} ms, {} per 1000 steps\n",
-                           r.model_parallel->tp, r.model_parallel->pp, r.model_parallel->dp, mp->gpus, unit_word(r),
-                           mp->step_ms, money_text(mp->per_1000_steps, c.price.currency));
-    }
-    print_decision(run, out);
+    point.push_back(rec);
   }
-  if (report.runs.size() < 2) return;
-  out << "#\n# Comparison (busbw GB/s: mean±sd over each group's runs; ratio to A)\n";
+  if (!point.empty()) table.point(point);
+  if (!r.records.empty()) table.summary(r);
+  if (r.scaling) print_ladder(*r.scaling, out);
+  if (r.health) print_health(*r.health, out);
+  if (r.gpu_ladder) print_gpu_ladder(*r.gpu_ladder, out);
+  if (r.pairs) print_pairs(*r.pairs, r.findings, out);
+  if (r.islands) print_islands(*r.islands, out);
+  if (r.nccl) print_nccl_usage(*r.nccl, out);
+  if (r.bisection) print_bisection(*r.bisection, out);
+  if (r.storage) print_storage(*r.storage, out);
+  if (r.budget) print_budget(*r.budget, r.duration_s, out);
+  if (r.model_parallel) print_model_parallel(*r.model_parallel, out);
+  if (r.topology) {
+    out << "#\n";
+    write_topology_summary(*r.topology, out);
+  }
+  if (run.cost) {
+    const CostSummary& c = *run.cost;
+    out << fmt::format("#\n# Cost at {}\n",
+                       c.price.per_gpu_hour
+                           ? fmt::format("{} per {}-hour", money_text(*c.price.per_gpu_hour, c.price.currency),
+                                         unit_word(r) == "GPUs" ? "GPU" : "rank")
+                           : fmt::format("{} per node-hour", money_text(*c.price.per_node_hour, c.price.currency)));
+    if (c.run_cost)
+      out << fmt::format("#   this run: {} ({:.1f} s on {} {}, {} node{})\n", money_text(*c.run_cost, c.price.currency),
+                         r.duration_s.value_or(0), r.run.ranks, unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
+    else
+      out << "#   this run: unknown (" << c.why_no_run_cost << ")\n";
+    if (!c.training.empty()) {
+      out << fmt::format("#   {:>6} {:>6} {:>10} {:>16}\n", "nodes", unit_word(r), "step (ms)", "per 1000 steps");
+      for (const CostPoint& p : c.training)
+        out << fmt::format("    {:>6} {:>6} {:>10.3f} {:>16}\n", p.nodes, p.gpus, p.step_ms,
+                           money_text(p.per_1000_steps, c.price.currency));
+    }
+    if (const auto& mp = c.model_parallel; mp && r.model_parallel)
+      out << fmt::format("#   model parallel (tp {} x pp {} x dp {}, {} {}): step {:.3f} ms, {} per 1000 steps\n",
+                         r.model_parallel->tp, r.model_parallel->pp, r.model_parallel->dp, mp->gpus, unit_word(r),
+                         mp->step_ms, money_text(mp->per_1000_steps, c.price.currency));
+  }
+  print_decision(run, out);
+}
+
+// The comparison of several files' groups, its one-line results first.
+void print_comparison(const Report& report, std::ostream& out) {
+  out << fmt::format("# Comparison of {} groups (runs grouped by --label, else each file alone)\n",
+                     report.groups.size());
+  for (const GroupHeadline& h : report.headline) out << "# Result: " << h.text << '\n';
   for (const ReportGroup& g : report.groups) {
-    out << fmt::format("#   {}: {}, {} run{}:", g.label, g.cluster, g.runs.size(), g.runs.size() == 1 ? "" : "s");
+    out << fmt::format("#   {}: {}, {} run{} on {}:", g.label, g.name, g.runs.size(), g.runs.size() == 1 ? "" : "s",
+                       g.cluster);
     for (const std::size_t i : g.runs) out << ' ' << report.runs[i].path;
     out << '\n';
   }
-  out << fmt::format("# {:<14} {:>8} {:>4} {:>10}", "op", "dtype", "pl", "size");
+  out << "# busbw GB/s: mean±sd over each group's runs; ratio: the group's busbw / A's, \"~\" within noise\n";
+  out << fmt::format("# {:<14} {:>8} {:>5} {:>4} {:>4} {:>10}", "op", "dtype", "redop", "root", "pl", "size");
   for (const ReportGroup& g : report.groups) out << fmt::format(" {:>17}", g.label);
   for (std::size_t g = 1; g < report.groups.size(); ++g) out << fmt::format(" {:>7}", report.groups[g].label + "/A");
   out << '\n';
+  bool noisy = false;
   for (const CompareRow& row : report.compare) {
-    out << fmt::format("  {:<14} {:>8} {:>4} {:>10}", name(row.op), name(row.dtype),
+    out << fmt::format("  {:<14} {:>8} {:>5} {:>4} {:>4} {:>10}", name(row.op), name(row.dtype),
+                       row.redop ? std::string(name(*row.redop)) : "-", row.root ? std::to_string(*row.root) : "-",
                        row.placement == Placement::in_place ? "ip" : "oop", format_size(row.bytes));
     for (const auto& s : row.busbw) out << fmt::format(" {:>17}", spread_text(s));
-    for (std::size_t g = 1; g < row.busbw.size(); ++g)
-      out << fmt::format(" {:>7}", ratio_text(row.busbw[0], row.busbw[g]));
+    for (std::size_t g = 1; g < row.ratio.size(); ++g) {
+      out << fmt::format(" {:>7}", ratio_text(row.ratio[g]));
+      noisy = noisy || (row.ratio[g].noise != Noise::none && row.ratio[g].noise != Noise::missing);
+    }
     out << '\n';
   }
+  if (noisy)
+    out << fmt::format(
+        "# ~: within noise, no ratio: a side's busbw below {:g}% of the op's peak here, or the difference within "
+        "twice the standard error of the groups' run-to-run spread\n",
+        noise_floor_fraction * 100);
   if (!report.ladder.empty()) {
     out << "#\n# Ladder comparison (median busbw GB/s; efficiency vs 1 node)\n";
     out << fmt::format("# {:<14} {:<18}", "op", "level");
@@ -180,6 +178,22 @@ void print_report(const Report& report, std::ostream& out) {
       out << '\n';
     }
   }
+}
+
+}  // namespace
+
+void print_report(const Report& report, std::ostream& out) {
+  if (report.runs.size() == 1) {
+    print_run(report.runs.front(), out);
+    return;
+  }
+  // Several files: what differs first, then each file as one alone prints it.
+  print_comparison(report, out);
+  out << "#\n# Each file alone\n";
+  for (const ReportRun& run : report.runs) {
+    out << "#\n";
+    print_run(run, out);
+  }
   out << fmt::format("#\n# Overall verdict: {}\n", name(report.level));
 }
 
@@ -188,30 +202,27 @@ void write_report_csv(const Report& report, std::ostream& out) {
     write_csv(report.runs.front().result, out);
     return;
   }
-  std::vector<std::string> names;
-  for (const ReportGroup& g : report.groups) names.push_back(group_name(report, g));
-  out << "op,dtype,placement,bytes";
-  for (const std::string& n : names)
-    for (const char* column : {"busbw_gbs_mean", "busbw_gbs_sd", "busbw_gbs_min", "busbw_gbs_max", "runs"})
-      out << ',' << csv_text(fmt::format("{}:{}", n, column));
-  for (std::size_t g = 1; g < names.size(); ++g) out << ',' << csv_text(fmt::format("{}:busbw_ratio", names[g]));
-  out << '\n';
-  for (const CompareRow& row : report.compare) {
-    out << fmt::format("{},{},{},{}", name(row.op), name(row.dtype), name(row.placement), row.bytes);
-    for (const auto& s : row.busbw) {
-      if (s)
-        out << fmt::format(",{},{},{},{},{}", s->mean, s->sd, s->min, s->max, s->runs);
+  // Long form: one row per point and group, so a spreadsheet filters and
+  // pivots it; each row names its group, the runs' label and files, and the
+  // point's whole key.
+  out << "group,label,files,op,dtype,redop,root,placement,bytes,runs,busbw_gbs_mean,busbw_gbs_sd,busbw_gbs_min,"
+         "busbw_gbs_max,busbw_ratio_to_first,noise\n";
+  for (const CompareRow& row : report.compare)
+    for (std::size_t g = 0; g < report.groups.size(); ++g) {
+      const ReportGroup& group = report.groups[g];
+      std::string files;
+      for (const std::size_t i : group.runs) files += (files.empty() ? "" : " ") + report.runs[i].path;
+      const std::string& label = report.runs[group.runs.front()].result.run.label;
+      out << fmt::format("{},{},{},{},{},{},{},{},{}", group.label, csv_text(label), csv_text(files), name(row.op),
+                         name(row.dtype), row.redop ? std::string(name(*row.redop)) : "",
+                         row.root ? std::to_string(*row.root) : "", name(row.placement), row.bytes);
+      if (const std::optional<Spread>& s = row.busbw[g])
+        out << fmt::format(",{},{},{},{},{}", s->runs, s->mean, s->sd, s->min, s->max);
       else
-        out << ",,,,,0";
+        out << ",0,,,,";
+      const CompareRatio& r = row.ratio[g];
+      out << ',' << (r.value ? fmt::format("{}", *r.value) : "") << ',' << name(r.noise) << '\n';
     }
-    for (std::size_t g = 1; g < row.busbw.size(); ++g) {
-      if (row.busbw[0] && row.busbw[g] && row.busbw[0]->mean > 0)
-        out << fmt::format(",{}", row.busbw[g]->mean / row.busbw[0]->mean);
-      else
-        out << ',';
-    }
-    out << '\n';
-  }
 }
 
 }  // namespace fabricbench

@@ -89,6 +89,23 @@ class Sweep(unittest.TestCase):
                 self.assertEqual(row["busbw_gbs"], "")
                 self.assertTrue(row["skipped"])
 
+    def test_run_csv_writes_each_section_beside_the_records(self):
+        proc = mpirun(2, "run", "--sizes", "1K", "--csv", self.csv, "--label", "lab", "-q")
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        # Two ranks on one node: the GPU-count ladder and the pairs within the node ran.
+        for section in ("gpu_ladder", "pairs"):
+            with self.subTest(section=section):
+                with open(os.path.join(self.dir.name, f"r.{section}.csv"), newline="", encoding="utf-8") as f:
+                    rows = list(csv.DictReader(f))
+                self.assertGreater(len(rows), 0)
+                for row in rows:
+                    self.assertEqual(row["label"], "lab")
+                    self.assertTrue(row["start_utc"].endswith("Z"))
+                    self.assertNotEqual(row["hostnames"], "")
+                    self.assertNotIn(None, row.values())
+        names = os.listdir(self.dir.name)
+        self.assertFalse([n for n in names if n.startswith(".")], names)  # no temporary left
+
     def test_every_op_and_dtype_on_one_to_three_ranks(self):
         for n in (1, 2, 3):
             proc = mpirun(n, "sweep", "--ops", "all", "--dtype", "int8,uint8,int32,int64,float,double", "--redop",

@@ -5,7 +5,9 @@ HTML page rendered in headless Chromium (no console errors, charts present).
 """
 import argparse
 import csv
+import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -121,9 +123,11 @@ class Outputs(unittest.TestCase):
         self.assertIn("B/A", proc.stdout)
         with open(self.csv, newline="", encoding="utf-8") as f:
             rows = list(csv.DictReader(f))
-        self.assertEqual(len(rows), 6)
-        self.assertEqual(rows[0]["run_a.json+run_a2.json:runs"], "2")
-        self.assertAlmostEqual(float(rows[0]["run_b.json:busbw_ratio"]), 0.8 / 0.98, places=9)
+        self.assertEqual(len(rows), 12)  # 6 points x 2 groups
+        self.assertEqual(rows[0]["group"], "A")
+        self.assertEqual(rows[0]["runs"], "2")
+        self.assertEqual(rows[1]["label"], "cluster-b")
+        self.assertAlmostEqual(float(rows[1]["busbw_ratio_to_first"]), 0.8 / 0.98, places=9)
         with open(self.html, encoding="utf-8") as f:
             page = f.read()
         for forbidden in ("<script", "<link", "url(", "src=", "href="):
@@ -178,6 +182,132 @@ class Outputs(unittest.TestCase):
                 self.assertIn("problems 0\n", found, found)
                 # The probe saw the charts it should: texts in every SVG.
                 self.assertGreaterEqual(int(found.split("svgs ")[1].split()[0]), 5, found)
+
+
+class Comparison(unittest.TestCase):
+    """Several files: grouped by label, keyed by redop, no ratio in the
+    noise, the comparison and its result line first; CSV of it and of every
+    section."""
+
+    def setUp(self):
+        self.dir = tempfile.TemporaryDirectory()
+
+    def tearDown(self):
+        self.dir.cleanup()
+
+    def relabel(self, name, label):
+        with open(golden(name), encoding="utf-8") as f:
+            doc = json.load(f)
+        doc["run"]["label"] = label
+        path = os.path.join(self.dir.name, f"{label}-{name}")
+        with open(path, "w", encoding="utf-8") as f:
+            json.dump(doc, f)
+        return path
+
+    @staticmethod
+    def groups(stdout):
+        return [l for l in stdout.splitlines() if re.match(r"#   [A-Z]+: .*, \d+ runs? on ", l)]
+
+    def test_two_labels_on_one_cluster_are_two_groups(self):
+        proc = report(golden("run_healthy.json"), golden("run_slow.json"))
+        self.assertIn(proc.returncode, (0, 1), proc.stderr)
+        groups = self.groups(proc.stdout)
+        self.assertEqual(len(groups), 2, proc.stdout[:3000])
+        self.assertIn("A: healthy, 1 run on 2 nodes (mu-x, mu-y)", groups[0])
+        self.assertIn("B: slow-node, 1 run on 2 nodes (mu-x, mu-y)", groups[1])
+
+    def test_the_same_label_is_one_aggregated_group(self):
+        proc = report(golden("run_a.json"), golden("run_a2.json"))
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        groups = self.groups(proc.stdout)
+        self.assertEqual(len(groups), 1, proc.stdout[:3000])
+        self.assertIn("A: cluster-a, 2 runs", groups[0])
+        self.assertRegex(proc.stdout, r"\n  allreduce +float +sum +- +oop +1 MiB +44\.100±1\.273\n")
+        # Relabelled, the same two files are two groups.
+        proc = report(golden("run_a.json"), self.relabel("run_a2.json", "retest"))
+        self.assertEqual(len(self.groups(proc.stdout)), 2, proc.stdout[:3000])
+
+    def test_sum_and_max_rows_and_no_ratio_in_the_noise(self):
+        proc = report(golden("run_healthy.json"), golden("run_slow.json"))
+        rows = [l.split() for l in proc.stdout.splitlines() if l.startswith("  allreduce ") and l.split()[1] == "float"]
+        sums = [r for r in rows if r[2] == "sum"]
+        maxes = [r for r in rows if r[2] == "max"]
+        self.assertEqual(len(sums), 4, rows)
+        self.assertEqual(len(maxes), 3, rows)
+        tiny = [r for r in sums if r[5] == "8" and r[6] == "B"]
+        self.assertEqual(len(tiny), 1, rows)
+        self.assertEqual(tiny[0][-1], "~")  # 0.0005 against 0.02 GB/s: noise, not "40x"
+        for r in rows:
+            if r is not tiny[0]:
+                self.assertEqual(r[-1], "0.59", r)
+        self.assertIn("# ~: within noise, no ratio", proc.stdout)
+
+    def test_the_comparison_and_its_result_come_first(self):
+        proc = report(golden("run_healthy.json"), golden("run_slow.json"))
+        out = proc.stdout
+        result = out.find("# Result: B (slow-node) vs A (healthy): allreduce 41% lower busbw, allgather 41% lower "
+                          "busbw at >= 1 MiB (geometric mean); link mu-x -> mu-y 15.0x slower")
+        self.assertNotEqual(result, -1, out[:3000])
+        self.assertEqual(out.find("# Comparison of 2 groups"), 0, out[:500])
+        first_file = out.find("# " + golden("run_healthy.json") + ": fabricbench")
+        self.assertNotEqual(first_file, -1)
+        self.assertLess(result, first_file)
+        self.assertLess(out.find("# Topology comparison"), first_file)
+
+    def test_comparison_csv_carries_group_label_and_key(self):
+        path = os.path.join(self.dir.name, "cmp.csv")
+        proc = report(golden("run_healthy.json"), golden("run_slow.json"), "--csv", path)
+        self.assertIn(proc.returncode, (0, 1), proc.stderr)
+        with open(path, newline="", encoding="utf-8") as f:
+            rows = list(csv.DictReader(f))
+        keys = {"group", "label", "files", "op", "dtype", "redop", "root", "placement", "bytes", "runs",
+                "busbw_gbs_mean", "busbw_ratio_to_first", "noise"}
+        self.assertTrue(keys <= set(rows[0]), rows[0].keys())
+        slow = [r for r in rows if r["group"] == "B"]
+        self.assertEqual({r["label"] for r in slow}, {"slow-node"})
+        self.assertEqual({r["redop"] for r in slow if r["op"] == "allreduce"}, {"sum", "max"})
+        tiny = [r for r in slow if r["bytes"] == "8"]
+        self.assertEqual(len(tiny), 1)
+        self.assertEqual(tiny[0]["busbw_ratio_to_first"], "")
+        self.assertEqual(tiny[0]["noise"], "below noise floor")
+        # The rows' keys are unique per group: nothing merged, nothing doubled.
+        key = lambda r: (r["group"], r["op"], r["dtype"], r["redop"], r["root"], r["placement"], r["bytes"])
+        self.assertEqual(len({key(r) for r in rows}), len(rows))
+
+    def test_one_file_csv_writes_every_section_beside_its_records(self):
+        path = os.path.join(self.dir.name, "slow.csv")
+        proc = report(golden("run_slow.json"), "--csv", path)
+        self.assertIn(proc.returncode, (0, 1), proc.stderr)
+        with open(path, newline="", encoding="utf-8") as f:
+            records = list(csv.DictReader(f))
+        self.assertEqual(len(records), 10)
+        expected = {"ladder": 6, "pairs": 2, "findings": 1, "projection": 2}
+        for section, count in expected.items():
+            with self.subTest(section=section):
+                with open(os.path.join(self.dir.name, f"slow.{section}.csv"), newline="", encoding="utf-8") as f:
+                    rows = list(csv.DictReader(f))
+                self.assertEqual(len(rows), count)
+                for r in rows:
+                    self.assertEqual(r["label"], "slow-node")
+                    self.assertEqual(r["start_utc"], "2026-02-02T09:00:00Z")
+                    self.assertEqual(r["hostnames"], "mu-x mu-y")
+                    self.assertNotIn(None, r.values())  # as many cells as columns
+        names = sorted(os.listdir(self.dir.name))
+        self.assertEqual(names, sorted(["slow.csv"] + [f"slow.{s}.csv" for s in expected]))
+        with open(os.path.join(self.dir.name, "slow.pairs.csv"), newline="", encoding="utf-8") as f:
+            links = {(r["from_host"], r["to_host"]): float(r["bandwidth_gbs"]) for r in csv.DictReader(f)}
+        self.assertAlmostEqual(links[("mu-x", "mu-y")], 376.0 / 15, places=9)
+
+    def test_a_section_file_that_is_the_input_is_refused(self):
+        source = os.path.join(self.dir.name, "s.pairs.csv")  # a result file under an odd name
+        shutil.copy(golden("run_slow.json"), source)
+        proc = report(source, "--csv", os.path.join(self.dir.name, "s.csv"))
+        self.assertEqual(proc.returncode, 2, proc.stderr)
+        lines = [l for l in proc.stderr.splitlines() if l.strip()]
+        self.assertEqual(len(lines), 1, proc.stderr)
+        self.assertIn("--csv (pairs section) ", lines[0])
+        self.assertIn("is an input of this report", lines[0])
+        self.assertEqual(sorted(os.listdir(self.dir.name)), ["s.pairs.csv"])
 
 
 # Checks, in the rendered page: each SVG text inside its SVG's box; each

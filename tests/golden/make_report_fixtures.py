@@ -1,9 +1,14 @@
 #!/usr/bin/env python3
-"""Writes the report fixtures run_a.json, run_a2.json and run_b.json.
+"""Writes the report fixtures run_a.json, run_a2.json, run_b.json,
+run_healthy.json and run_slow.json.
 
-Two runs of cluster A (2 nodes of 8 H100 GPUs, 8 NDR NICs each; the second
-run a little slower, for mean and spread) and one run of cluster B (other
-hosts, 400 Gb/s NICs at a lower bandwidth, one slow link). Values are
+Two runs of cluster A labelled "cluster-a" (2 nodes of 8 H100 GPUs, 8 NDR
+NICs each; the second run a little slower, for mean and spread) and one run
+of cluster B labelled "cluster-b" (other hosts, 400 Gb/s NICs at a lower
+bandwidth, one slow link). Then one cluster run twice under two labels:
+"healthy", and "slow-node" with one node's link 15x slower and busbw 41%
+lower; both sweep all-reduce with sum and max and an 8-byte point whose busbw
+is near zero (the slow run's 40x the healthy one's: noise, not a ratio). Values are
 invented but consistent with the schema and with each other (busbw =
 algbw x the nccl-tests factor). Run from this directory; the unit and e2e
 tests read the files, and the schema tests validate them. The files are in
@@ -47,22 +52,23 @@ def factor(op, n):
     return 2.0 * (n - 1) / n if op == "allreduce" else (n - 1) / n if op == "allgather" else 1.0
 
 
-def record(op, size, busbw, n=16):
+def record(op, size, busbw, n=16, redop="sum"):
     f = factor(op, n)
     algbw = busbw / f
     t = size / algbw / 1e3
-    return {"op": op, "dtype": "float", "redop": "sum" if op == "allreduce" else None, "root": None,
+    return {"op": op, "dtype": "float", "redop": redop if op == "allreduce" else None, "root": None,
             "placement": "out_of_place", "bytes": size, "count": size // 4 // (n if op == "allgather" else 1),
             "ranks": n, "time_us": t, "time_min_us": t * 0.98, "time_max_us": t * 1.02, "p50_us": t,
             "p99_us": t * 1.1, "cv": 0.02, "algbw_gbs": algbw, "busbw_gbs": busbw, "iterations": 50, "wrong": 0}
 
 
-def run(hosts, scale, start, link_bw, slow_link=None, h2d=53.0, rate=400.0, duration=95.5):
+def run(hosts, scale, start, link_bw, slow_link=None, h2d=53.0, rate=400.0, duration=95.5, label=None,
+        link_factor=0.4, redops=False, tiny_busbw=None):
     doc = {
         "schema": "fabricbench.result/1",
         "tool": {"name": "fabricbench", "version": "0.1.0", "git": "0123456789ab", "transports": ["mpi", "nccl"],
                  "libraries": {"nccl_runtime": "2.21.5"}},
-        "run": {"start_utc": start, "command_line": ["fabricbench", "run", "--price-per-gpu-hour", "2.5"],
+        "run": {"start_utc": start, **({"label": label} if label else {}), "command_line": ["fabricbench", "run", "--price-per-gpu-hour", "2.5"],
                 "ranks": 16, "nodes": 2, "ranks_per_node": [8, 8], "hostnames": hosts, "transport": "nccl",
                 "environment": {"NCCL_IB_HCA": "mlx5"}, "cost": {"price_per_gpu_hour": 2.5}},
         "status": {"complete": True, "checked": True, "wrong_elements": 0, "data_ok": True, "duration_s": duration},
@@ -70,8 +76,14 @@ def run(hosts, scale, start, link_bw, slow_link=None, h2d=53.0, rate=400.0, dura
     }
     sizes = [1 << 20, 16 << 20, 256 << 20]
     for op, peak in (("allreduce", 180.0), ("allgather", 170.0)):
+        if tiny_busbw is not None and op == "allreduce":
+            doc["records"].append(record(op, 8, tiny_busbw))
         for k, size in enumerate(sizes):
             doc["records"].append(record(op, size, peak * scale * (0.25, 0.7, 1.0)[k]))
+        if redops and op == "allreduce":
+            # max reduces at its own rate: a row of its own, never merged with sum.
+            for k, size in enumerate(sizes):
+                doc["records"].append(record(op, size, peak * scale * 0.9 * (0.25, 0.7, 1.0)[k], redop="max"))
     levels = []
     for op, one, two in (("allreduce", 370.0, 180.0), ("allgather", 330.0, 170.0)):
         for nodes, bw in ((1, one), (2, two)):
@@ -95,7 +107,7 @@ def run(hosts, scale, start, link_bw, slow_link=None, h2d=53.0, rate=400.0, dura
     for a in range(2):
         for b in range(2):
             if a != b:
-                bw = link_bw * (0.4 if slow_link == (a, b) else 1.0)
+                bw = link_bw * (link_factor if slow_link == (a, b) else 1.0)
                 links.append({"from": a, "to": b, "bandwidth_gbs": bw, "latency_us": 4.5})
     doc["pairs"] = {"bytes": 64 << 20, "small_bytes": 8, "rounds": [0], "mode": "full", "rounds_planned": 1,
                     "ranks_per_node": 8, "hosts": hosts, "links": links, "intra_node": [], "wrong": 0}
@@ -103,8 +115,8 @@ def run(hosts, scale, start, link_bw, slow_link=None, h2d=53.0, rate=400.0, dura
     if slow_link:
         a, b = slow_link
         doc["findings"].append({"kind": "slow_link", "nodes": [a, b], "hosts": [hosts[a], hosts[b]],
-                                "value_gbs": link_bw * 0.4, "reference_gbs": link_bw,
-                                "message": f"slow link {hosts[a]} -> {hosts[b]}: {link_bw * 0.4:.1f} GB/s, "
+                                "value_gbs": link_bw * link_factor, "reference_gbs": link_bw,
+                                "message": f"slow link {hosts[a]} -> {hosts[b]}: {link_bw * link_factor:.1f} GB/s, "
                                            f"median {link_bw:.1f} GB/s"})
     nodes = [node(h, h2d, rate) for h in hosts]
     sig = "8x NVIDIA H100 80GB HBM3 | 8x infiniband 400 Gb/s | GPUDirect RDMA ready"
@@ -155,12 +167,18 @@ def layout(v, depth=0):
 
 
 def main():
-    a = run(["a-node-1", "a-node-2"], 1.0, "2026-01-05T10:00:00Z", 376.0)
-    a2 = run(["a-node-1", "a-node-2"], 0.96, "2026-01-05T11:00:00Z", 372.0, duration=97.25)
-    b = run(["b-node-1", "b-node-2"], 0.8, "2026-01-06T09:30:00Z", 300.0, slow_link=(1, 0), h2d=41.0)
+    a = run(["a-node-1", "a-node-2"], 1.0, "2026-01-05T10:00:00Z", 376.0, label="cluster-a")
+    a2 = run(["a-node-1", "a-node-2"], 0.96, "2026-01-05T11:00:00Z", 372.0, duration=97.25, label="cluster-a")
+    b = run(["b-node-1", "b-node-2"], 0.8, "2026-01-06T09:30:00Z", 300.0, slow_link=(1, 0), h2d=41.0,
+            label="cluster-b")
+    mu = ["mu-x", "mu-y"]
+    healthy = run(mu, 1.0, "2026-02-02T08:00:00Z", 376.0, label="healthy", redops=True, tiny_busbw=0.0005)
+    slow = run(mu, 0.59, "2026-02-02T09:00:00Z", 376.0, slow_link=(0, 1), link_factor=1 / 15, label="slow-node",
+               redops=True, tiny_busbw=0.02)
     b["topology"]["anomalies"].append({"kind": "h2d_slow", "host": "b-node-2", "device": "GPU 3 (0000:48:00.0)",
                                        "detail": "host-to-device 41.0 GB/s, below 75% of the peers' median"})
-    for name, doc in (("run_a.json", a), ("run_a2.json", a2), ("run_b.json", b)):
+    for name, doc in (("run_a.json", a), ("run_a2.json", a2), ("run_b.json", b), ("run_healthy.json", healthy),
+                      ("run_slow.json", slow)):
         with open(name, "w", encoding="utf-8") as f:
             f.write(layout(doc) + "\n")
 

@@ -58,7 +58,8 @@ TEST(SchemaValidator, EmbeddedSchemaIsTheRepositoryFile) {
 // The same answers as python's jsonschema (the schema_* ctest entries).
 TEST(SchemaValidator, AgreesWithJsonschemaOnTheGoldenFiles) {
   const SchemaValidator v = schema();
-  for (const char* name : {"result.json", "run_a.json", "run_a2.json", "run_b.json"})
+  for (const char* name :
+       {"result.json", "run_a.json", "run_a2.json", "run_b.json", "run_healthy.json", "run_slow.json"})
     EXPECT_TRUE(v.validate(nlohmann::json::parse(slurp(golden_path(name)))).empty()) << name;
   const auto errors = v.validate(nlohmann::json::parse(slurp(golden_path("broken_result.json"))));
   ASSERT_EQ(errors.size(), 3U);
@@ -352,7 +353,9 @@ TEST(Report, ViewComputesChartsWithTheOneMedianAndLabel) {
   for (std::size_t i = 1; i < chart.series.size(); ++i) EXPECT_LE(chart.series[i - 1].group, chart.series[i].group);
 }
 
-TEST(Report, ComparisonAggregatesRunsOfOneCluster) {
+// Runs of one label (the fixtures' cluster-a) are one group: a mean and a
+// spread over them.
+TEST(Report, ComparisonAggregatesRunsOfOneLabel) {
   const Report r = fixture_report({}, {"run_a.json", "run_a2.json", "run_b.json"});
   ASSERT_EQ(r.groups.size(), 2U);
   EXPECT_EQ(r.groups[0].runs, (std::vector<std::size_t>{0, 1}));
@@ -362,6 +365,8 @@ TEST(Report, ComparisonAggregatesRunsOfOneCluster) {
   EXPECT_EQ(row.busbw[0]->runs, 2);
   EXPECT_GT(row.busbw[0]->sd, 0);
   EXPECT_NEAR(row.busbw[1]->mean / row.busbw[0]->mean, 0.8 / 0.98, 1e-9);
+  ASSERT_TRUE(row.ratio[1].value);
+  EXPECT_NEAR(*row.ratio[1].value, 0.8 / 0.98, 1e-9);
   EXPECT_EQ(r.level, Level::warn);  // the slow link and the anomaly in B
   EXPECT_EQ(r.exit_code, 0);
   std::ostringstream text, csv, html;
@@ -372,26 +377,121 @@ TEST(Report, ComparisonAggregatesRunsOfOneCluster) {
   expect_golden("report_compare.csv", csv.str());
 }
 
-// The comparison CSV names a group by the --label its runs share, else by
-// their files.
-TEST(Report, ComparisonCsvNamesGroupsByLabelOrFile) {
+// Runs are grouped by their --label: two labels on one cluster are two
+// groups; an unlabelled file is a group of its own.
+TEST(Report, GroupsByLabelElseByFile) {
   std::vector<ReportRun> runs;
   for (const char* n : {"run_a.json", "run_a2.json", "run_b.json"})
     runs.push_back({n, read_result_file(golden_path(n)), {}, Level::ok, {}});
-  runs[0].result.run.label = "provider-a";
-  runs[1].result.run.label = "provider-a";
-  runs[2].result.run.label = "provider-b";
+  runs[1].result.run.label = "retest";  // the same cluster, another label
+  Report r = build_report(runs, {}, builtin_expectations());
+  ASSERT_EQ(r.groups.size(), 3U);
+  EXPECT_EQ(r.groups[0].name, "cluster-a");
+  EXPECT_EQ(r.groups[1].name, "retest");
+  EXPECT_EQ(r.groups[0].runs, (std::vector<std::size_t>{0}));
+  runs[0].result.run.label.clear();
+  runs[1].result.run.label.clear();
+  r = build_report(runs, {}, builtin_expectations());
+  ASSERT_EQ(r.groups.size(), 3U);  // unlabelled: each file alone, named by its file
+  EXPECT_EQ(r.groups[0].name, "run_a.json");
+  EXPECT_EQ(r.groups[1].name, "run_a2.json");
+  EXPECT_EQ(group_key("x/run.json", runs[0].result), "file:x/run.json");
+  EXPECT_EQ(group_key("x/run.json", runs[2].result), "label:cluster-b");
+}
+
+// Rows are keyed by redop (sum and max never merge); the near-zero 8-byte
+// point gets no ratio; the headline sums up the large sizes and the link.
+TEST(Report, RowsByRedopNoiseAndHeadline) {
+  const Report r = fixture_report({}, {"run_healthy.json", "run_slow.json"});
+  ASSERT_EQ(r.groups.size(), 2U);
+  EXPECT_EQ(r.groups[0].name, "healthy");
+  EXPECT_EQ(r.groups[1].name, "slow-node");
+  int sum = 0, max = 0;
+  bool tiny = false;
+  for (const CompareRow& row : r.compare) {
+    if (row.op != Op::allreduce) continue;
+    ASSERT_TRUE(row.redop);
+    sum += *row.redop == RedOp::sum ? 1 : 0;
+    max += *row.redop == RedOp::max ? 1 : 0;
+    if (row.bytes == 8) {
+      tiny = true;
+      EXPECT_EQ(row.ratio[1].noise, Noise::below_floor);
+      EXPECT_FALSE(row.ratio[1].value);
+    } else {
+      ASSERT_TRUE(row.ratio[1].value);
+      EXPECT_NEAR(*row.ratio[1].value, 0.59, 1e-9);
+    }
+  }
+  EXPECT_EQ(sum, 4);
+  EXPECT_EQ(max, 3);
+  EXPECT_TRUE(tiny);
+  ASSERT_EQ(r.headline.size(), 1U);
+  const GroupHeadline& h = r.headline[0];
+  ASSERT_EQ(h.ops.size(), 2U);
+  EXPECT_NEAR(h.ops[0].ratio, 0.59, 1e-9);
+  EXPECT_EQ(h.ops[0].points, 6);  // sum and max, three sizes each; 8 B is below 1 MiB
+  ASSERT_TRUE(h.link);
+  EXPECT_EQ(h.link->from, "mu-x");
+  EXPECT_EQ(h.link->to, "mu-y");
+  EXPECT_NEAR(h.link->base_gbs / h.link->other_gbs, 15, 1e-9);
+  EXPECT_EQ(h.only_here, (std::vector<std::string>{"slow link mu-x -> mu-y"}));
+  EXPECT_EQ(h.text,
+            "B (slow-node) vs A (healthy): allreduce 41% lower busbw, allgather 41% lower busbw at >= 1 MiB "
+            "(geometric mean); link mu-x -> mu-y 15.0x slower (25.1 vs 376.0 GB/s); slow link mu-x -> mu-y only "
+            "in B");
+  std::ostringstream text, csv;
+  print_report(r, text);
+  write_report_csv(r, csv);
+  expect_golden("report_labels.txt", text.str());
+  expect_golden("report_labels.csv", csv.str());
+}
+
+// The noise rule: below the floor, inside the spread, missing, or a ratio.
+TEST(Report, CompareRatioNoiseRule) {
+  const Spread one{100, 0, 100, 100, 1};
+  const Spread low{0.5, 0, 0.5, 0.5, 1};
+  EXPECT_EQ(compare_ratio(one, low, 1.0).noise, Noise::below_floor);
+  EXPECT_EQ(compare_ratio(low, one, 1.0).noise, Noise::below_floor);
+  EXPECT_EQ(compare_ratio(std::nullopt, one, 1.0).noise, Noise::missing);
+  const CompareRatio r = compare_ratio(one, Spread{80, 0, 80, 80, 1}, 1.0);
+  ASSERT_TRUE(r.value);
+  EXPECT_DOUBLE_EQ(*r.value, 0.8);
+  // Two runs each, sd 10: the standard error of the difference is 10, so
+  // a difference of 20 is within it and 21 is not.
+  const Spread spread_a{100, 10, 90, 110, 2};
+  EXPECT_EQ(compare_ratio(spread_a, Spread{80, 10, 70, 90, 2}, 1.0).noise, Noise::within_spread);
+  EXPECT_EQ(compare_ratio(spread_a, Spread{79, 10, 69, 89, 2}, 1.0).noise, Noise::none);
+}
+
+// The comparison comes first: its result line before any file's own section.
+TEST(Report, ComparisonPrintsBeforeEachFile) {
+  const Report r = fixture_report({}, {"run_a.json", "run_a2.json", "run_b.json"});
+  std::ostringstream text;
+  print_report(r, text);
+  const std::string t = text.str();
+  const std::size_t result = t.find("# Result: B (cluster-b) vs A (cluster-a): ");
+  ASSERT_NE(result, std::string::npos) << t;
+  EXPECT_LT(t.find("# Comparison of 2 groups"), result);
+  EXPECT_LT(result, t.find("# run_a.json: fabricbench"));
+  EXPECT_EQ(t.rfind("# Overall verdict: WARN\n"), t.size() - std::string("# Overall verdict: WARN\n").size());
+}
+
+// The comparison CSV: one row per point and group with the group, the label,
+// the files and the whole key.
+TEST(Report, ComparisonCsvIsLongWithGroupAndKey) {
   std::ostringstream csv;
-  write_report_csv(build_report(runs, {}, builtin_expectations()), csv);
-  const std::string header = csv.str().substr(0, csv.str().find('\n'));
+  write_report_csv(fixture_report({}, {"run_a.json", "run_a2.json", "run_b.json"}), csv);
+  std::istringstream lines(csv.str());
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
   EXPECT_EQ(header,
-            "op,dtype,placement,bytes,provider-a:busbw_gbs_mean,provider-a:busbw_gbs_sd,provider-a:busbw_gbs_min,"
-            "provider-a:busbw_gbs_max,provider-a:runs,provider-b:busbw_gbs_mean,provider-b:busbw_gbs_sd,"
-            "provider-b:busbw_gbs_min,provider-b:busbw_gbs_max,provider-b:runs,provider-b:busbw_ratio");
-  runs[1].result.run.label = "other";  // not shared: the files name the group
-  std::ostringstream mixed;
-  write_report_csv(build_report(runs, {}, builtin_expectations()), mixed);
-  EXPECT_NE(mixed.str().find(",run_a.json+run_a2.json:runs,"), std::string::npos) << mixed.str();
+            "group,label,files,op,dtype,redop,root,placement,bytes,runs,busbw_gbs_mean,busbw_gbs_sd,busbw_gbs_min,"
+            "busbw_gbs_max,busbw_ratio_to_first,noise");
+  EXPECT_EQ(first.rfind("A,cluster-a,run_a.json run_a2.json,allreduce,float,sum,,out_of_place,1048576,2,", 0), 0U)
+      << first;
+  EXPECT_EQ(second.rfind("B,cluster-b,run_b.json,allreduce,float,sum,,out_of_place,1048576,1,36,", 0), 0U) << second;
 }
 
 TEST(Report, GatingAndExitCodes) {

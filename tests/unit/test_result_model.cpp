@@ -499,7 +499,8 @@ TEST(ResultModel, TheStreamedFileIsTheDocumentLaidOut) {
 }
 
 TEST(ResultModel, GoldenFilesRoundTripByteForByte) {
-  for (const char* name : {"result.json", "run_a.json", "run_a2.json", "run_b.json"}) {
+  for (const char* name :
+       {"result.json", "run_a.json", "run_a2.json", "run_b.json", "run_healthy.json", "run_slow.json"}) {
     const std::string text = slurp(golden_path(name));
     std::ostringstream out;
     write_json(read_result_file(golden_path(name)), out);

@@ -2,7 +2,10 @@
 #include "fabricbench/results/result_json.hpp"
 
 #include "fabricbench/analysis/report.hpp"
+#include "fabricbench/output/output.hpp"
 #include "fabricbench/output/printer.hpp"
+#include "fabricbench/results/reader.hpp"
+#include "fabricbench/results/result_csv.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -132,6 +135,99 @@ TEST(Writers, CsvHasOneRowPerRecordAndEqualColumns) {
   int rows = 0;
   while (std::getline(in, line)) ++rows;
   EXPECT_EQ(rows, static_cast<int>(r.records.size()));
+}
+
+// A result with every section a CSV file is written for: the slow-node
+// fixture (ladder, pairs, findings, projection) with a GPU ladder, islands,
+// a bisection, a health pass and storage added.
+RunResult every_section() {
+  RunResult r = read_result_file(golden_path("run_slow.json"));
+  GpuLadderResult g;
+  g.gpus_per_node = 8;
+  g.bytes = 256 << 20;
+  GpuLevelResult l;
+  l.gpus = 2;
+  l.choice = GpuSetChoice::closest;
+  l.bytes = g.bytes;
+  l.path = "NV18";
+  l.sets = {{0, "mu-x", {0, 1}, "NV18", 900.5, 370.25, 0}, {1, "mu-y", {0, 1}, "NV18", 901, 369.75, 0}};
+  l.busbw_min_gbs = 369.75;
+  l.busbw_median_gbs = 370;
+  l.efficiency = 1.0;
+  g.levels.push_back(l);
+  g.projection = {{2, GpuSetChoice::closest, 3.5, 123.5, 1.94, 0.97, std::nullopt, std::nullopt}};
+  r.gpu_ladder = g;
+  IslandsResult islands;
+  islands.islands = {{"A", {0, 1}, {"mu-x", "mu-y"}}};
+  islands.in_island_latency_us = 4.5;
+  islands.message = "one island";
+  r.islands = islands;
+  BisectionResult b;
+  b.bytes = 64 << 20;
+  HalvingResult h;
+  h.half_a = {0};
+  h.half_b = {1};
+  h.pairs = {{0, 1, "mu-x", "mu-y", 376.0, 25.0}};
+  h.oversubscription = 15.04;
+  b.halvings.push_back(h);
+  r.bisection = b;
+  HealthResult health;
+  health.findings = r.findings;
+  r.health = health;
+  StorageResult s;
+  s.path = "/shared/scratch";
+  s.io_mode = "direct";
+  s.files_written = 2;
+  s.bytes_written = std::uint64_t{2} << 30;
+  s.write_s = 2;
+  s.read_s = 1;
+  s.write_gbs = 1.073741824;
+  s.read_gbs = 2.147483648;
+  s.nodes = {{0, "mu-x", 1, 1 << 30, 2, 1, 0.536870912, 1.073741824},
+             {1, "mu-y", 1, 1 << 30, 1.5, 0.5, 0.7158, 2.1475}};
+  r.storage = s;
+  ModelParallelResult mp;
+  mp.tp = 2;
+  mp.pp = 2;
+  mp.dp = 4;
+  mp.nodes = 2;
+  mp.gpus = 16;
+  mp.compute_ms = 480;
+  mp.projection = ModelParallelPoint{120, 6.5, 1.25, 30, 0.2, 157.75, 12.17, 0.76};
+  r.model_parallel = mp;
+  return r;
+}
+
+TEST(Writers, EverySectionHasACsvTableWithTheRunsIdentity) {
+  const RunResult r = every_section();
+  const std::vector<CsvTable> tables = section_csv_tables(r);
+  std::vector<std::string> names;
+  std::string all;
+  for (const CsvTable& t : tables) {
+    names.push_back(t.section);
+    ASSERT_GE(t.columns.size(), 4U) << t.section;
+    EXPECT_EQ(t.columns[0], "start_utc") << t.section;
+    EXPECT_EQ(t.columns[1], "label") << t.section;
+    EXPECT_EQ(t.columns[2], "hostnames") << t.section;
+    ASSERT_FALSE(t.rows.empty()) << t.section;
+    for (const std::vector<CsvCell>& row : t.rows) {
+      ASSERT_EQ(row.size(), t.columns.size()) << t.section;
+      EXPECT_EQ(row[1].text, "slow-node") << t.section;
+    }
+    std::ostringstream out;
+    write_csv_table(t, out);
+    all += "== " + t.section + "\n" + out.str();
+  }
+  EXPECT_EQ(names, csv_section_names());
+  expect_golden("result_sections.txt", all);
+  // A result with records only has no section table.
+  EXPECT_TRUE(section_csv_tables(fixture()).empty());
+}
+
+TEST(Writers, SectionCsvPathsSitBesideTheRecords) {
+  EXPECT_EQ(section_csv_path("out/r.csv", "ladder"), "out/r.ladder.csv");
+  EXPECT_EQ(section_csv_path("r", "pairs"), "r.pairs.csv");
+  EXPECT_EQ(section_csv_path(".csv", "pairs"), ".csv.pairs.csv");
 }
 
 TEST(Writers, TableMatchesGolden) {
@@ -358,6 +454,16 @@ TEST(Printers, RunSummaryNamesVerdictsCostFilesAndNextCommand) {
   EXPECT_NE(text.find("# Files: out/r.json out/r.csv\n"), std::string::npos) << text;
   EXPECT_NE(text.find("# Next: fabricbench report out/r.json --html out/r.html\n"), std::string::npos) << text;
   EXPECT_EQ(text.find("1 rank:"), std::string::npos) << text;
+}
+
+// The summary names the sections' CSV files the run wrote beside its records.
+TEST(Printers, RunSummaryNamesTheSectionsCsvFiles) {
+  std::ostringstream out;
+  RunSummaryPrinter(out, {"", "out/r.csv"}).finalize(judged(every_section(), {}));
+  EXPECT_NE(out.str().find("# Files: out/r.csv out/r.ladder.csv out/r.gpu_ladder.csv out/r.pairs.csv "
+                           "out/r.findings.csv out/r.placement.csv out/r.projection.csv out/r.storage.csv\n"),
+            std::string::npos)
+      << out.str();
 }
 
 TEST(Printers, RunSummaryOnOneRankSaysNothingCrossedALink) {

@@ -1,8 +1,10 @@
 #pragma once
 // Reports: result files turned into decisions. One file gives its tables
-// again, its verdicts and its cost; several files are grouped by cluster
-// (the same hosts, ranks and transport), each group's runs aggregated into
-// a mean and a spread, and the groups compared side by side with ratios.
+// again, its verdicts and its cost; several files are grouped by their run
+// label (`run --label`; a file without one is a group of its own), each
+// group's runs aggregated into a mean and a spread, and the groups compared
+// side by side: a point's ratio only where both sides are above noise
+// (compare_ratio), and a one-line result per group (Report::headline).
 // Building the report is pure logic over records; the writers only format.
 
 #include <cstddef>
@@ -51,17 +53,83 @@ struct ReportRun {
 
 struct ReportGroup {
   std::string label;              // "A", "B", ...
-  std::string cluster;            // "2 nodes (node-a, node-b), 4 ranks, mpi"
+  std::string name;               // the runs' --label, else the file's name
+  std::string cluster;            // "2 nodes (node-a, node-b), 4 ranks, mpi" (of its first run)
   std::vector<std::size_t> runs;  // indices into Report::runs
 };
 
-// One compared point: op, dtype, placement and size; one spread per group.
+// The group a run belongs to: its --label, or, without one, its file (each
+// unlabelled file is a group of its own: two files are the same setup only
+// when the person who ran them said so).
+std::string group_key(const std::string& path, const RunResult& result);
+
+// Why a compared point has no ratio.
+enum class Noise {
+  none,           // both sides above noise: the ratio stands
+  missing,        // one side did not measure the point
+  below_floor,    // a side's busbw is below noise_floor_fraction of that op's peak in the comparison
+  within_spread,  // the difference is inside the groups' own run-to-run spread
+};
+std::string_view name(Noise noise);
+
+// A point's busbw below this fraction of the highest busbw of its op in the
+// comparison (any group, size, dtype, placement) is latency-bound: its ratio
+// says nothing about bandwidth (0.001 GB/s against 0.0002 GB/s is "5x" of
+// nothing), so none is given.
+inline constexpr double noise_floor_fraction = 0.01;
+
+struct CompareRatio {
+  std::optional<double> value;  // other / base busbw, when noise is none
+  Noise noise = Noise::missing;
+};
+
+// The ratio of `other` to `base` at one point: missing when either is
+// absent; below_floor when either mean is under `floor_gbs`; within_spread
+// when either group has several runs and the means differ by no more than
+// twice the standard error of their difference, sqrt(sd_a²/n_a + sd_b²/n_b);
+// else the ratio of the means.
+CompareRatio compare_ratio(const std::optional<Spread>& base, const std::optional<Spread>& other, double floor_gbs);
+
+// One compared point, keyed by op, dtype, redop, root, placement and size;
+// one spread per group and each group's ratio to the first.
 struct CompareRow {
   Op op = Op::allreduce;
   DType dtype = DType::float32;
+  std::optional<RedOp> redop;
+  std::optional<int> root;
   Placement placement = Placement::out_of_place;
   std::size_t bytes = 0;
   std::vector<std::optional<Spread>> busbw;  // by group
+  std::vector<CompareRatio> ratio;           // by group, to group 0 (the first is to itself: none, 1)
+};
+
+// Messages from this size up are the "large" ones a headline sums up.
+inline constexpr std::size_t headline_min_bytes = std::size_t{1} << 20;
+
+// One group against the first, in a line: per op the geometric mean of the
+// ratios at sizes >= headline_min_bytes (points within noise count as 1);
+// then the link whose bandwidth differs most between the two groups' pair
+// matrices (the same two hosts in both), and the slow nodes and links only
+// one of them found.
+struct OpDifference {
+  Op op = Op::allreduce;
+  double ratio = 1;  // geometric mean, other / base busbw
+  int points = 0;    // sizes that entered it
+  int noisy = 0;     // of which within noise (counted as 1)
+};
+struct LinkDifference {
+  std::string from;
+  std::string to;
+  double base_gbs = 0;   // mean over the base group's runs
+  double other_gbs = 0;  // mean over the other group's runs
+};
+struct GroupHeadline {
+  std::size_t group = 0;  // against group 0
+  std::vector<OpDifference> ops;
+  std::optional<LinkDifference> link;  // when both have pair data on common hosts and a link differs by 10% or more
+  std::vector<std::string> only_here;  // findings of this group's runs that group 0's do not hold
+  std::vector<std::string> only_base;  // findings of group 0's runs that this group's do not hold
+  std::string text;                    // "B (slow) vs A (healthy): allreduce busbw 41% lower at >= 1 MiB; ..."
 };
 
 struct LadderRow {
@@ -139,6 +207,7 @@ struct Report {
   std::vector<ReportRun> runs;
   std::vector<ReportGroup> groups;
   std::vector<CompareRow> compare;         // when several runs
+  std::vector<GroupHeadline> headline;     // when several groups: each group after the first against it
   std::vector<LadderRow> ladder;           // when several runs and any has a ladder
   std::vector<TopologyRow> topology;       // when several groups and any has a topology
   std::vector<BusbwChart> busbw_charts;    // one per op with timings, ascending op

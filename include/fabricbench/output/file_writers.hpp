@@ -7,6 +7,7 @@
 
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/results/result.hpp"
+#include "fabricbench/results/result_csv.hpp"
 
 namespace fabricbench {
 
@@ -15,9 +16,15 @@ namespace fabricbench {
 // numbers, empty cells for what was not measured.
 void write_csv(const RunResult& result, std::ostream& out);
 
+// One section's table (results/result_csv.hpp: section_csv_tables) as CSV,
+// its header row first.
+void write_csv_table(const CsvTable& table, std::ostream& out);
+
 // CSV of a report: one file's records as `run --csv` writes them; several
-// files' comparison (op, dtype, placement, size, then per group mean, sd,
-// runs; then ratios to the first group).
+// files' comparison in long form, one row per point and group: the group
+// (A, B, ...), its runs' label and files, the point's key (op, dtype, redop,
+// root, placement, bytes), the runs, busbw mean, sd, min, max, the ratio to
+// the first group and, where there is none, why (analysis/report.hpp: Noise).
 void write_report_csv(const Report& report, std::ostream& out);
 
 // One self-contained HTML page: inline CSS and SVG charts drawn here, no

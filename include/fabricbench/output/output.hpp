@@ -6,6 +6,10 @@
 #include <functional>
 #include <iosfwd>
 #include <string>
+#include <vector>
+
+#include "fabricbench/core/safe_file.hpp"
+#include "fabricbench/results/result.hpp"
 
 namespace fabricbench {
 
@@ -17,5 +21,19 @@ void check_writable(const std::string& path, const std::string& flag);
 // renames onto path (write_file_safely). Throws SystemError on failure and
 // leaves `path` as it was.
 void write_file_atomically(const std::string& path, const std::function<void(std::ostream&)>& produce);
+
+// Where a section's CSV goes beside the records' CSV: "r.csv" gives
+// "r.ladder.csv"; a name without ".csv" gets ".ladder.csv" appended.
+std::string section_csv_path(const std::string& csv_path, const std::string& section);
+
+// The outputs `--csv csv_path` may write: csv_path and each section's file,
+// named with their flag ("--csv", "--csv (ladder section)"), for
+// check_distinct_outputs. Empty when csv_path is.
+std::vector<NamedOutput> csv_outputs(const std::string& csv_path);
+
+// The sections' CSV files of a result (results/result_csv.hpp), each beside
+// `csv_path` (section_csv_path) and written atomically; a section the result
+// does not hold writes no file. The records' own CSV is written by the caller.
+void write_section_csv_files(const std::string& csv_path, const RunResult& result);
 
 }  // namespace fabricbench
