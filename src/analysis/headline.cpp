@@ -136,6 +136,10 @@ std::string missing_text(const ReportRun& run) {
                     r.budget->seconds, cuts.size(), cuts.size() == 1 ? "" : "s", skipped, cuts.size() - skipped,
                     fmt::join(whats, ", "), cuts.size() > 3 ? ", ..." : ""));
   }
+  // The bisection is no part of a budget's shares: on 4 or more nodes a
+  // budgeted run with a pair matrix (run, p2p) goes without it.
+  if (r.budget && r.run.nodes >= 4 && r.pairs && !r.bisection)
+    parts.push_back("the bisection test, which runs only without a budget (fabricbench p2p, or --budget none)");
   if (r.run.ranks == 1) parts.push_back("everything across links: the run had 1 rank");
   if (!r.checked) parts.push_back("the data check (--no-check)");
   if (parts.empty()) return "nothing: every planned point was measured";

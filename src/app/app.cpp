@@ -30,6 +30,7 @@
 #include "fabricbench/core/json_fields.hpp"
 #include "fabricbench/core/safe_file.hpp"
 #include "fabricbench/core/signal_relay.hpp"
+#include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/watchdog.hpp"
 #include "fabricbench/engine/gpu_ladder.hpp"
 #include "fabricbench/engine/model_parallel.hpp"
@@ -185,6 +186,17 @@ class RunPipeline {
 
   int run() {
     start();
+    if (config_.command == Command::run) {
+      // The phases this run will go through, for "[2/5]" as each starts.
+      phases_total_ = 1 + static_cast<int>(wants_health()) + static_cast<int>(wants_sweep()) +
+                      static_cast<int>(wants_ladder()) + static_cast<int>(wants_gpu_ladder()) +
+                      static_cast<int>(wants_pairs()) + static_cast<int>(config_.model.enabled()) +
+                      static_cast<int>(wants_bisection()) + static_cast<int>(wants_storage());
+      announce("topology",
+               config_.measure_topology ? "each node's GPUs, PCIe, NVLink and NICs, and its copy bandwidths"
+                                        : "each node's GPUs, PCIe, NVLink and NICs",
+               unlimited_seconds);
+    }
     topology();
     if (config_.command == Command::topo) {
       if (lead_) finish();
@@ -322,6 +334,7 @@ class RunPipeline {
   // what it cut printed as it ends, then saved: the phase's one save.
   void run_phase(Phase phase, const std::vector<Phase>& later) {
     const double share = budget_.share_s(phase, later);
+    announce(std::string(name(phase)), phase_what(phase), share);
     const Window window(share);
     const std::size_t cuts_before = result_.budget ? result_.budget->cuts.size() : 0;
     switch (phase) {
@@ -464,6 +477,9 @@ class RunPipeline {
   // After the pair matrix: the pipeline's stage links come from it.
   void model_parallel() {
     Watchdog::note_phase("model-parallel projection");
+    announce("model-parallel projection",
+             fmt::format("tp {} x pp {}: the TP all-reduce and the PP stage links", config_.model.tp, config_.model.pp),
+             unlimited_seconds);
     const PairsResult* pairs = lead_ && result_.pairs ? &*result_.pairs : nullptr;
     ModelParallelResult mp = run_model_parallel(config_, *transport_, world_, layout_, pairs);
     if (!lead_) return;
@@ -541,6 +557,10 @@ class RunPipeline {
 
   void bisection() {
     Watchdog::note_phase("bisection");
+    announce("bisection",
+             fmt::format("{} halvings of the {} nodes, each half sending to the other",
+                         config_.placement.bisection_halvings, layout_.nodes),
+             unlimited_seconds);
     BisectionResult b = run_bisection(config_, *transport_, world_, layout_);
     if (!lead_) return;
     analyze_bisection(b, config_.placement.oversubscription_limit);
@@ -552,6 +572,8 @@ class RunPipeline {
 
   void storage() {
     Watchdog::note_phase("storage");
+    announce("storage", fmt::format("shared storage at {}, from every node at once", config_.storage.path),
+             unlimited_seconds);
     // The storage test waits on MPI barriers and the file system, not on the
     // transport: it gets the deadline whatever the transport.
     const bool rearmed = watchdog_ != nullptr && transport_->name() != "mpi";
@@ -594,6 +616,52 @@ class RunPipeline {
     return data_ok(result_) ? judged : exit_failed;
   }
 
+  // `run` only: the phase's line on stderr (PhasePrinter) as it starts.
+  void announce(const std::string& phase, const std::string& what, double share_s) {
+    if (!lead_ || config_.command != Command::run) return;
+    PhaseNotice notice;
+    notice.index = ++phases_done_;
+    notice.total = std::max(phases_total_, notice.index);
+    notice.name = phase;
+    notice.what = what;
+    notice.share_s = share_s;
+    notice.budget_s = config_.budget_s;
+    notice.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+    printers_.phase(notice);
+  }
+
+  // What a budgeted phase measures, in a few words.
+  [[nodiscard]] std::string phase_what(Phase phase) const {
+    const int nodes = layout_.nodes;
+    const auto ops = [](const std::vector<Op>& list) {
+      std::vector<std::string_view> names;
+      for (const Op op : list) names.push_back(name(op));
+      return fmt::format("{}", fmt::join(names, ", "));
+    };
+    switch (phase) {
+      case Phase::health:
+        return fmt::format("a quick pass over the {} node pairs at {}", nodes * (nodes - 1) / 2,
+                           format_size(health_bytes));
+      case Phase::sweep:
+        if (config_.sizes.empty()) return ops(config_.ops);
+        if (config_.sizes.size() == 1) return fmt::format("{} at {}", ops(config_.ops), format_size(config_.sizes[0]));
+        return fmt::format("{} at {} sizes from {} to {}", ops(config_.ops), config_.sizes.size(),
+                           format_size(config_.sizes.front()), format_size(config_.sizes.back()));
+      case Phase::ladder:
+        return fmt::format("{} at {} on 1 to {} nodes", ops(config_.scale.ops), format_size(config_.scale.bytes),
+                           nodes);
+      case Phase::gpu_ladder:
+        return fmt::format("2 to {} ranks inside each node", layout_.ranks_per_node.front());
+      case Phase::pairs:
+        return nodes > 1 ? fmt::format("the node-pair matrix: {} pairs at {} and {}", nodes * (nodes - 1) / 2,
+                                       format_size(config_.pairs.bytes), format_size(config_.pairs.small_bytes))
+                         : fmt::format("the rank pairs inside the node at {}", format_size(config_.pairs.bytes));
+    }
+    return {};
+  }
+
+  int phases_total_ = 0;
+  int phases_done_ = 0;
   const RunConfig& config_;
   const Comm& world_;
   Watchdog* watchdog_;
@@ -614,6 +682,11 @@ class RunPipeline {
 // strings probed on every node, verdict reasons and file names.
 void add_terminal_printers(const RunConfig& config, PrinterMultiplex& printers) {
   if (progress_wanted(config)) printers.add(std::make_unique<ProgressPrinter>(std::cerr));
+  // run's phases, a line each on stderr whatever it is (a launcher's pipe
+  // too): unless -q, or --progress off.
+  if (config.command == Command::run &&
+      (config.progress == ProgressChoice::on || (config.progress == ProgressChoice::automatic && !config.quiet)))
+    printers.add(std::make_unique<PhasePrinter>(std::cerr));
   printers.add(make_terminal_safe_printer(std::cout, [&config](std::ostream& o) -> std::unique_ptr<Printer> {
     if (config.quiet) return std::make_unique<QuietPrinter>(o);
     return std::make_unique<TerminalPrinter>(o);

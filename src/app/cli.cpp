@@ -347,10 +347,12 @@ void add_output_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
 }
 
-void add_budget_option(CLI::App& cmd, RawOptions& o, Command) {
+void add_budget_option(CLI::App& cmd, RawOptions& o, Command command) {
   cmd.add_option("--budget", o.budget,
-                 "End the whole run within DURATION (e.g. 90s, 5m): phases get shares; what does not fit is cut "
-                 "and listed  [none; 60s with --profile smoke]");
+                 fmt::format("End the whole run within DURATION (e.g. 90s, 5m; none: no bound): phases get shares; "
+                             "what does not fit is cut and listed  [{}]",
+                             command == Command::run ? fmt::format("{}; 60s with --profile smoke", default_run_budget)
+                                                     : std::string("none")));
 }
 
 void add_health_option(CLI::App& cmd, RawOptions& o, Command) {
@@ -1043,11 +1045,11 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
     throw UsageError(fmt::format("--max-time-ms {}: must be above 0", o.max_time_ms));
   c.iterations.precision = o.precision_pct / 100.0;
   c.iterations.max_time_ms = o.max_time_ms;
-  if (!o.budget.empty()) {
+  if (!o.budget.empty() && o.budget != "none") {
     c.budget_s = parse_duration_s(o.budget);
     if (!c.budget_s)
-      throw UsageError(
-          fmt::format("--budget: '{}' is not a duration above 0 (seconds, or with s, m or h: 90s, 5m)", o.budget));
+      throw UsageError(fmt::format(
+          "--budget: '{}' is not a duration above 0 (seconds, or with s, m or h: 90s, 5m) or none", o.budget));
   }
   c.health = !o.no_health;
   c.on_finding = parse_choice_flag<OnFinding>("--on-finding", o.on_finding);
@@ -1298,7 +1300,12 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
     outcome.config = std::move(c);
     return outcome;
   }
-  if (command == Command::run) apply_profile(*chosen, options);
+  if (command == Command::run) {
+    apply_profile(*chosen, options);
+    // A run that ends: the whole suite within the default budget unless
+    // --budget says otherwise (none: as long as it takes).
+    if (options.budget.empty()) options.budget = std::string(default_run_budget);
+  }
   outcome.config = to_config(*chosen, options, command);
   // The probe moves no collective data; the host transport only fills the record.
   if (command == Command::topo || command == Command::storage) outcome.config.transport = TransportChoice::mpi;

@@ -150,6 +150,10 @@ void PrinterMultiplex::budget_halved(double left_s) {
   for (const auto& p : printers_) p->budget_halved(left_s);
 }
 
+void PrinterMultiplex::phase(const PhaseNotice& notice) {
+  for (const auto& p : printers_) p->phase(notice);
+}
+
 void PrinterMultiplex::cut(const Cut& cut) {
   for (const auto& p : printers_) p->cut(cut);
 }

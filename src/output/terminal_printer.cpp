@@ -1,6 +1,8 @@
 // A measuring run's terminal printers: the full sections, the lines --quiet
 // keeps, the progress line and the data check's failure.
 
+#include <algorithm>
+#include <cmath>
 #include <ostream>
 #include <string>
 
@@ -112,6 +114,35 @@ void ProgressPrinter::clear() {
   // Erased before the row: on one terminal the row then starts a clean line.
   *status_ << "\r\033[K" << std::flush;
   shown_ = false;
+}
+
+std::string duration_text(double seconds) {
+  if (!std::isfinite(seconds)) return "unbounded";
+  const auto s = static_cast<long long>(std::llround(std::max(0.0, seconds)));
+  if (s < 60) return fmt::format("{} s", s);
+  if (s < 3600) return s % 60 == 0 ? fmt::format("{} min", s / 60) : fmt::format("{} min {:02} s", s / 60, s % 60);
+  return fmt::format("{} h {:02} min", s / 3600, (s % 3600) / 60);
+}
+
+void PhasePrinter::phase(const PhaseNotice& n) {
+  std::string bound;
+  if (!n.budget_s)
+    bound = "no --budget: as long as it takes";
+  else if (std::isfinite(n.share_s))
+    bound =
+        fmt::format("at most {} (its share of the {} --budget)", duration_text(n.share_s), duration_text(*n.budget_s));
+  else
+    bound = fmt::format("outside the {} --budget's shares", duration_text(*n.budget_s));
+  *status_ << fmt::format("fabricbench: [{}/{}] {}: {}; {}; {} so far\n", n.index, n.total, n.name, n.what, bound,
+                          duration_text(n.elapsed_s))
+           << std::flush;
+}
+
+void PhasePrinter::budget(const BudgetRecord& budget, std::optional<double> duration_s) {
+  if (!duration_s) return;
+  *status_ << fmt::format("fabricbench: done in {} (--budget {}; {} cut)\n", duration_text(*duration_s),
+                          duration_text(budget.seconds), budget.cuts.size())
+           << std::flush;
 }
 
 void DataCheckPrinter::finalize(const Report& report) {

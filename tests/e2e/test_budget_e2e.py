@@ -127,7 +127,7 @@ class Budget(unittest.TestCase):
                            (["--budget", "-5s"], "--budget"), (["--precision", "100"], "--precision"),
                            (["--precision", "-1"], "--precision"), (["--pair-peers", "0"], "--pair-peers"),
                            (["--pair-seed", "0"], "--pair-seed"),
-                           (["--on-finding", "halve"], "--on-finding halve: only with --budget"),
+                           (["--budget", "none", "--on-finding", "halve"], "--on-finding halve: only with --budget"),
                            (["--on-finding", "stop"], "--on-finding: unknown")):
             proc = subprocess.run([ARGS.binary, "run", *args], capture_output=True, text=True)
             self.assertEqual(proc.returncode, 2, (args, proc.stderr))

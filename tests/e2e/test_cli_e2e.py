@@ -10,6 +10,7 @@ import argparse
 import csv
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -242,6 +243,34 @@ class Progress(unittest.TestCase):
         self.assertNotIn(b"\x1b", proc.stdout)
         self.assertNotIn(b"\r", proc.stdout)
         self.assertIn(b"# allreduce on 2 ranks", proc.stdout)
+
+
+    def test_run_prints_a_line_per_phase_on_stderr_under_mpirun(self):
+        # stderr is a pipe here, as under a launcher: one line per phase as it
+        # starts, numbered, with its share of the default budget, then the
+        # whole run's time; stdout holds none of it. -q silences them.
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "r.json")
+            proc = mpirun(2, "run", "--transport", "mpi", "--sizes", "1K,64K", "--json", path)
+            self.assertEqual(proc.returncode, 0, proc.stderr)
+            lines = proc.stderr.splitlines()
+            phases = [l for l in lines if re.match(r"^fabricbench: \[\d+/\d+\] ", l)]
+            self.assertEqual([re.match(r"^fabricbench: \[(\d+)/(\d+)\] (\S+):", l).groups() for l in phases],
+                             [("1", "4", "topology"), ("2", "4", "sweep"), ("3", "4", "gpu_ladder"),
+                              ("4", "4", "pairs")], proc.stderr)
+            self.assertIn("sweep: allreduce, allgather, sendrecv at 2 sizes from 1 KiB to 64 KiB; at most 5 min (its "
+                          "share of the 10 min --budget)", phases[1])
+            self.assertRegex(lines[-1], r"^fabricbench: done in \d+ s \(--budget 10 min; 0 cut\)$")
+            self.assertNotIn("fabricbench: [", proc.stdout)
+            with open(path, encoding="utf-8") as f:
+                self.assertEqual(json.load(f)["budget"]["seconds"], 600)  # the default budget
+            quiet = mpirun(2, "run", "--transport", "mpi", "--sizes", "1K", "-q", "--budget", "none", "--json", path)
+            self.assertEqual(quiet.returncode, 0, quiet.stderr)
+            self.assertEqual(quiet.stderr, "")
+            with open(path, encoding="utf-8") as f:
+                self.assertNotIn("budget", json.load(f))  # --budget none: no bound
+            unbounded = mpirun(2, "run", "--transport", "mpi", "--sizes", "1K", "--budget", "none")
+            self.assertIn("; no --budget: as long as it takes;", unbounded.stderr)
 
 
 class BadInput(unittest.TestCase):

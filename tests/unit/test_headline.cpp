@@ -150,6 +150,13 @@ TEST(Headline, PeakPerOpScalingBadNodesCostAndCuts) {
                       "sweep allreduce float 1 GiB out_of_place (skipped)"),
             std::string::npos)
       << line(lines, "not measured");
+  // A budgeted run with a pair matrix on 4 nodes went without the bisection.
+  EXPECT_EQ(line(lines, "not measured").find("bisection"), std::string::npos);  // no pair matrix here
+  RunResult with_pairs = r;
+  with_pairs.pairs = PairsResult{};
+  EXPECT_NE(line(headline(judged(with_pairs, config)), "not measured")
+                .find("the bisection test, which runs only without a budget"),
+            std::string::npos);
   // The scaling WARN names the slow node as its cause.
   const auto scaling = std::find_if(run.verdicts.begin(), run.verdicts.end(),
                                     [](const Verdict& v) { return v.subject == "scaling allreduce"; });

@@ -479,3 +479,39 @@ TEST(Printers, RunSummaryOnOneRankSaysNothingCrossedALink) {
 
 }  // namespace
 }  // namespace fabricbench
+
+namespace fabricbench {
+namespace {
+
+TEST(Printers, PhaseLinesSayWhichWhatAndHowLong) {
+  std::ostringstream err;
+  PhasePrinter printer(err);
+  PhaseNotice n;
+  n.index = 2;
+  n.total = 5;
+  n.name = "sweep";
+  n.what = "allreduce at 3 sizes from 1 KiB to 1 MiB";
+  n.share_s = 150;
+  n.budget_s = 600;
+  n.elapsed_s = 3.4;
+  printer.phase(n);
+  n.share_s = unlimited_seconds;
+  n.name = "storage";
+  printer.phase(n);
+  n.budget_s.reset();
+  printer.phase(n);
+  printer.budget(BudgetRecord{600, std::nullopt, {}, {Cut{}}}, 3725.0);
+  EXPECT_EQ(err.str(),
+            "fabricbench: [2/5] sweep: allreduce at 3 sizes from 1 KiB to 1 MiB; at most 2 min 30 s (its share of "
+            "the 10 min --budget); 3 s so far\n"
+            "fabricbench: [2/5] storage: allreduce at 3 sizes from 1 KiB to 1 MiB; outside the 10 min --budget's "
+            "shares; 3 s so far\n"
+            "fabricbench: [2/5] storage: allreduce at 3 sizes from 1 KiB to 1 MiB; no --budget: as long as it takes; "
+            "3 s so far\n"
+            "fabricbench: done in 1 h 02 min (--budget 10 min; 1 cut)\n");
+  EXPECT_EQ(duration_text(45.4), "45 s");
+  EXPECT_EQ(duration_text(120), "2 min");
+}
+
+}  // namespace
+}  // namespace fabricbench

@@ -21,6 +21,10 @@ using SteadyClock = std::chrono::steady_clock;
 
 inline constexpr double unlimited_seconds = std::numeric_limits<double>::infinity();
 
+// `run`'s budget when --budget is not given: a renter's whole suite in ten
+// minutes, up to 16 nodes (what does not fit is cut and named).
+inline constexpr std::string_view default_run_budget = "10m";
+
 // The phases that spend the budget, in the order they run. Start-up and the
 // topology probe come before and are not shared out: they are short and
 // bounded by the probe itself.

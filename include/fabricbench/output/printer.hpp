@@ -23,6 +23,18 @@
 
 namespace fabricbench {
 
+// A phase of `run` as it starts: which of how many, what it measures, and
+// how long it may take: its share of the budget (infinite without one).
+struct PhaseNotice {
+  int index = 1;  // from 1
+  int total = 1;
+  std::string name;  // "sweep", "pairs", ...
+  std::string what;  // "3 ops x 11 sizes x 2 placements"
+  double share_s = 0;
+  std::optional<double> budget_s;  // the run's --budget
+  double elapsed_s = 0;            // since the run started
+};
+
 class Printer {
  public:
   Printer() = default;
@@ -38,6 +50,8 @@ class Printer {
 
   // Once, first: the tool and where the run runs.
   virtual void header(const ToolInfo& /*tool*/, const RunInfo& /*run*/) {}
+  // As each phase of `run` starts.
+  virtual void phase(const PhaseNotice& /*notice*/) {}
   virtual void topology(const ClusterTopology& /*topology*/) {}
   // The quick pass over node pairs, as soon as it has named what it found.
   virtual void health(const HealthResult& /*health*/) {}
@@ -86,6 +100,7 @@ class PrinterMultiplex final : public Printer {
   void add(std::unique_ptr<Printer> printer);
   [[nodiscard]] std::size_t size() const { return printers_.size(); }
   void header(const ToolInfo& tool, const RunInfo& run) override;
+  void phase(const PhaseNotice& notice) override;
   void topology(const ClusterTopology& topology) override;
   void health(const HealthResult& health) override;
   void budget_halved(double left_s) override;
@@ -208,6 +223,23 @@ class ProgressPrinter final : public Printer {
   bool shown_ = false;
   std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
 };
+
+// One line per phase of `run` on `status` (stderr), as it starts, whatever
+// stderr is (a terminal, a launcher's pipe, a log file): which phase of how
+// many, what it measures, the most it may take and the time so far; then
+// the whole run's time at the end. Never on stdout.
+class PhasePrinter final : public Printer {
+ public:
+  explicit PhasePrinter(std::ostream& status) : status_(&status) {}
+  void phase(const PhaseNotice& notice) override;
+  void budget(const BudgetRecord& budget, std::optional<double> duration_s) override;
+
+ private:
+  std::ostream* status_;
+};
+
+// "2 min 30 s", "45 s", "1 h 05 min": a duration as people read it.
+std::string duration_text(double seconds);
 
 // A failed data check on `errors` (stderr), after everything else: the
 // exit status says it to a script, this line to a person reading the log.
