@@ -171,12 +171,17 @@ void axis_titles(const std::string& x_title, const std::string& y_title, int lef
 // What NCCL chose per measured point, and what each NIC carried in a
 // multi-node all-reduce; a run whose library does not say gets its reason once.
 void algorithm_section(const Report& report, std::ostream& out) {
-  bool any = false;
-  for (const ReportRun& run : report.runs)
-    for (const SweepRecord& r : run.result.records) any = any || r.choice.has_value() || r.nic_wire.has_value();
-  if (!any) return;
+  // On the host transport the MPI library's choice is not visible: such a
+  // run has nothing here unless the NIC wire rate was worked out.
+  const auto shown = [](const ReportRun& run) {
+    return std::any_of(run.result.records.begin(), run.result.records.end(), [&run](const SweepRecord& r) {
+      return r.nic_wire.has_value() || (r.choice && (r.choice->algorithm || run.result.run.transport != "mpi"));
+    });
+  };
+  if (std::none_of(report.runs.begin(), report.runs.end(), shown)) return;
   out << "<section id=\"algorithm\">\n<h2>What NCCL chose</h2>\n";
   for (const ReportRun& run : report.runs) {
+    if (!shown(run)) continue;
     std::vector<const SweepRecord*> rows;
     std::string note;
     for (const SweepRecord& r : run.result.records) {
