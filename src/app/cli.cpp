@@ -1229,6 +1229,11 @@ std::vector<std::string> arguments_for_program(const std::string& program, std::
   const std::string base = program.substr(program.find_last_of('/') + 1);
   const std::optional<Op> op = op_of_nccl_tests_binary(base);
   if (!op) return args;
+  for (const std::string& a : args) {
+    if (a == "--ops" || a.rfind("--ops=", 0) == 0)
+      throw UsageError(fmt::format("--ops: as {} fabricbench runs {} alone; for other ops run fabricbench sweep --ops",
+                                   base, name(*op)));
+  }
   std::vector<std::string> full{"sweep", "--ops", std::string(name(*op)), "--format", "nccl-tests"};
   full.insert(full.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
   return full;

@@ -202,6 +202,11 @@ class NcclTestsFormat(unittest.TestCase):
         for line in body:
             self.assertRegex(line, ROW)
             self.assertEqual(line.split()[3], "sum")
+        other = mpirun(2, *SMALL, "--ops", "allgather", binary=link, timeout=60)
+        self.assertEqual(other.returncode, 2, other.stdout + other.stderr)
+        self.assertEqual([l for l in other.stderr.splitlines() if l.strip()],
+                         ["fabricbench: error: --ops: as all_reduce_perf fabricbench runs allreduce alone; for other "
+                          "ops run fabricbench sweep --ops"])
 
     def test_smoke_profile(self):
         proc = mpirun(2, "run", "--profile", "smoke", "--transport", "mpi", "--format", "nccl-tests",
