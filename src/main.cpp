@@ -36,7 +36,8 @@ int main(int argc, char** argv) {
       [&] {
         ParseOutcome parsed;
         try {
-          parsed = parse_command_line(std::vector<std::string>(argv + 1, argv + argc));
+          parsed = parse_command_line(
+              arguments_for_program(argc > 0 ? argv[0] : "", std::vector<std::string>(argv + 1, argv + argc)));
         } catch (const UsageError&) {
           if (!lead) give_the_lead_time_to_report();
           throw;

@@ -613,7 +613,23 @@ class RunPipeline {
     printers_.finalize(report);
     const bool asked = !rc.expects.empty() || rc.expect_reference || rc.fail_on_warn;
     const int judged = asked ? report.exit_code : exit_ok;
-    return data_ok(result_) ? judged : exit_failed;
+    if (!data_ok(result_)) return exit_failed;
+    return below_min_bw() ? exit_failed : judged;
+  }
+
+  // NCCL_TESTS_MIN_BW as nccl-tests judges it: FAILED when the mean busbw is
+  // below 90% of it; here per op, as the per-op `# Avg bus bandwidth` lines.
+  [[nodiscard]] bool below_min_bw() const {
+    if (!config_.min_bw_gbs) return false;
+    bool below = false;
+    for (const auto& [op, mean] : busbw_means_by_op(result_.records)) {
+      if (mean >= *config_.min_bw_gbs * 0.9) continue;
+      below = true;
+      std::cerr << fmt::format(
+          "fabricbench: FAILED: {} avg bus bandwidth {:g} GB/s is below 90% of NCCL_TESTS_MIN_BW={:g}\n", name(op),
+          mean, *config_.min_bw_gbs);
+    }
+    return below;
   }
 
   // `run` only: the phase's line on stderr (PhasePrinter) as it starts.
@@ -687,12 +703,19 @@ void add_terminal_printers(const RunConfig& config, PrinterMultiplex& printers) 
   if (config.command == Command::run &&
       (config.progress == ProgressChoice::on || (config.progress == ProgressChoice::automatic && !config.quiet)))
     printers.add(std::make_unique<PhasePrinter>(std::cerr));
-  printers.add(make_terminal_safe_printer(std::cout, [&config](std::ostream& o) -> std::unique_ptr<Printer> {
-    if (config.quiet) return std::make_unique<QuietPrinter>(o);
+  // --format nccl-tests: stdout holds nccl-tests' lines alone; what else a
+  // run says (findings, the summary of the files) goes to stderr, one line each.
+  const bool nccl_tests = config.format == OutputFormat::nccl_tests;
+  if (nccl_tests)
+    printers.add(make_terminal_safe_printer(
+        std::cout, [](std::ostream& o) -> std::unique_ptr<Printer> { return std::make_unique<NcclTestsPrinter>(o); }));
+  std::ostream& rest = nccl_tests ? std::cerr : std::cout;
+  printers.add(make_terminal_safe_printer(rest, [&config, nccl_tests](std::ostream& o) -> std::unique_ptr<Printer> {
+    if (config.quiet || nccl_tests) return std::make_unique<QuietPrinter>(o);
     return std::make_unique<TerminalPrinter>(o);
   }));
   if (config.command != Command::topo)
-    printers.add(make_terminal_safe_printer(std::cout, [&config](std::ostream& o) {
+    printers.add(make_terminal_safe_printer(rest, [&config](std::ostream& o) {
       return std::make_unique<RunSummaryPrinter>(o, RunSummaryFiles{config.json_path, config.csv_path});
     }));
   printers.add(std::make_unique<DataCheckPrinter>(std::cerr));

@@ -5,7 +5,9 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <optional>
 #include <sstream>
 
@@ -20,6 +22,7 @@
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/engine/model_parallel.hpp"
+#include "fabricbench/output/printer.hpp"
 
 namespace fabricbench {
 namespace {
@@ -77,7 +80,7 @@ struct NoEquivalent {
   const char* why;
 };
 
-constexpr std::array<NoEquivalent, 10> no_equivalents{{
+constexpr std::array<NoEquivalent, 12> no_equivalents{{
     {"-t,--nthreads", "one rank per GPU, launched by mpirun (or --gpus N in one process without a launcher)"},
     {"-g,--ngpus", "one GPU per rank; launch one rank per GPU with mpirun (or --gpus N without a launcher)"},
     {"-i,--stepbytes", "sizes grow by a factor (-f), or list them with --sizes"},
@@ -90,6 +93,12 @@ constexpr std::array<NoEquivalent, 10> no_equivalents{{
     {"-y,--stream_null", "each rank runs on a stream of its own"},
     {"-C,--report_cputime", "times are GPU event times (nccl) or MPI_Wtime (mpi)"},
     {"-R,--local_register", "buffers are not registered with NCCL"},
+    // nccl-tests' -J writes its own JSON layout; a parser of that layout would
+    // misread fabricbench's, so -J is not an alias of --json.
+    {"-J,--output_file",
+     "nccl-tests' JSON layout is not written; --json FILE writes fabricbench's JSON (--format nccl-tests prints "
+     "nccl-tests' table)"},
+    {"-F", "it is no nccl-tests option either; --csv FILE writes the sweep's records as CSV"},
 }};
 
 constexpr std::array<const char*, 1> profiles{"smoke"};
@@ -163,6 +172,7 @@ struct RawOptions {
   std::string csv;
   std::string label;
   bool quiet = false;
+  std::string format{choice_name(defaults().format)};
   std::string progress{choice_name(defaults().progress)};
   // NCCL transport.
   int gpus = defaults().gpu.gpus;
@@ -345,6 +355,15 @@ void add_transport_options(CLI::App& cmd, RawOptions& o, Command) {
 void add_output_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--json", o.json, "Write the results as JSON to FILE (rewritten as the run goes)");
   cmd.add_flag("-q,--quiet", o.quiet, "Print no table, only the summary and errors");
+}
+
+// nccl-tests' output (its -J is refused with what to use: see no_equivalents).
+void add_nccl_tests_options(CLI::App& cmd, RawOptions& o, Command) {
+  cmd.add_option("--format", o.format,
+                 with_default(fmt::format("The sweep on stdout: {} (nccl-tests: exactly nccl-tests' rows and `#` "
+                                          "lines, for its parsers)",
+                                          choices_of<OutputFormat>()),
+                              o.format));
 }
 
 void add_budget_option(CLI::App& cmd, RawOptions& o, Command command) {
@@ -553,7 +572,7 @@ struct OptionGroup {
 
 // Adding an option: one line in its group's function above (and its field
 // in RunConfig, whose default the help then shows).
-constexpr std::array<OptionGroup, 23> option_groups{{
+constexpr std::array<OptionGroup, 24> option_groups{{
     {on_run | on_sweep | on_p2p, add_size_options},
     {on_run | on_sweep, add_collective_options},
     {measuring, add_iteration_options},
@@ -562,6 +581,7 @@ constexpr std::array<OptionGroup, 23> option_groups{{
     {on_run | on_sweep | on_scale, add_rank_time_option},
     {measuring, add_transport_options},
     {measuring, add_output_options},
+    {on_run | on_sweep, add_nccl_tests_options},
     {measuring | on_storage, add_label_option},
     {on_run | on_topo, add_topology_options},
     {on_run | on_scale, add_scale_options},
@@ -672,7 +692,8 @@ void require_whole_elements(const std::string& flag, std::size_t bytes, const st
 
 // The sizes: --sizes, or the ladder of -b/-e/-f over `range`'s defaults, in
 // whole elements of every type in `dtypes`.
-std::vector<std::size_t> parse_sizes(const RawOptions& o, const SizeRange& range, const std::vector<DType>& dtypes) {
+// Sets `range` to the ladder the sizes came from (factor 0: a --sizes list).
+std::vector<std::size_t> parse_sizes(const RawOptions& o, SizeRange& range, const std::vector<DType>& dtypes) {
   std::vector<std::size_t> sizes;
   const bool step_given = o.step_factor.has_value();
   if (!o.sizes.empty()) {
@@ -688,6 +709,7 @@ std::vector<std::size_t> parse_sizes(const RawOptions& o, const SizeRange& range
           fmt::format("--sizes: {} sizes, more than the {} one sweep may have", sizes.size(), max_ladder_sizes));
     std::sort(sizes.begin(), sizes.end());
     sizes.erase(std::unique(sizes.begin(), sizes.end()), sizes.end());
+    range = SizeRange{sizes.front(), sizes.back(), 0.0};
     return sizes;
   }
   const std::string min_text = o.min_bytes.empty() ? size_text(range.min_bytes) : o.min_bytes;
@@ -702,6 +724,7 @@ std::vector<std::size_t> parse_sizes(const RawOptions& o, const SizeRange& range
   require_whole_elements("-b/--min-bytes", lo, dtypes);
   require_whole_elements("-e/--max-bytes", hi, dtypes);
   std::vector<std::size_t> ladder = size_ladder(lo, hi, factor, widest_element(dtypes));
+  range = SizeRange{lo, hi, factor};
   if (ladder.size() > max_ladder_sizes)
     throw UsageError(
         fmt::format("-f/--step-factor {}: the ladder from {} to {} would have more than {} sizes; use a "
@@ -1012,6 +1035,18 @@ bool check_from(const RawOptions& o) {
   return o.check_votes.front().second;
 }
 
+// NCCL_TESTS_MIN_BW, in GB/s as nccl-tests reads it; unset or empty: none.
+std::optional<double> min_bw_from_environment() {
+  const char* text = std::getenv("NCCL_TESTS_MIN_BW");
+  if (text == nullptr || *text == '\0') return std::nullopt;
+  char* end = nullptr;
+  errno = 0;
+  const double value = std::strtod(text, &end);
+  if (errno != 0 || end == text || *end != '\0' || !std::isfinite(value) || value < 0)
+    throw UsageError(fmt::format("NCCL_TESTS_MIN_BW={}: must be a number of GB/s, 0 or above", text));
+  return value;
+}
+
 RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   RunConfig c;
   c.command = command;
@@ -1070,6 +1105,8 @@ RunConfig to_config(const CLI::App& cmd, const RawOptions& o, Command command) {
   c.label = o.label;
   c.quiet = o.quiet;
   c.progress = parse_choice_flag<ProgressChoice>("--progress", o.progress);
+  c.format = parse_choice_flag<OutputFormat>("--format", o.format);
+  c.min_bw_gbs = min_bw_from_environment();
   if (o.gpus < 0 || (given(cmd, "--gpus") && o.gpus < 1))
     throw UsageError(fmt::format("--gpus {}: must be 1 or above", o.gpus));
   if (o.graph_launches < 0) throw UsageError(fmt::format("-G {}: must be 0 or above", o.graph_launches));
@@ -1212,6 +1249,20 @@ std::string help_text(const std::string& topic) {
 }
 
 }  // namespace
+
+std::vector<std::string> arguments_for_program(const std::string& program, std::vector<std::string> args) {
+  const std::string base = program.substr(program.find_last_of('/') + 1);
+  const std::optional<Op> op = op_of_nccl_tests_binary(base);
+  if (!op) return args;
+  for (const std::string& a : args) {
+    if (a == "--ops" || a.rfind("--ops=", 0) == 0)
+      throw UsageError(fmt::format("--ops: as {} fabricbench runs {} alone; for other ops run fabricbench sweep --ops",
+                                   base, name(*op)));
+  }
+  std::vector<std::string> full{"sweep", "--ops", std::string(name(*op)), "--format", "nccl-tests"};
+  full.insert(full.end(), std::make_move_iterator(args.begin()), std::make_move_iterator(args.end()));
+  return full;
+}
 
 ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   CLI::App app{"fabricbench: GPU cluster interconnect benchmark (NCCL and MPI collectives, bus bandwidth)",

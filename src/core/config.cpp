@@ -20,6 +20,10 @@ constexpr std::array<ChoiceName<ProgressChoice>, 3> progress_names{{
     {"on", ProgressChoice::on},
     {"off", ProgressChoice::off},
 }};
+constexpr std::array<ChoiceName<OutputFormat>, 2> format_names{{
+    {"table", OutputFormat::table},
+    {"nccl-tests", OutputFormat::nccl_tests},
+}};
 constexpr std::array<ChoiceName<OnFinding>, 2> on_finding_names{{
     {"keep", OnFinding::keep},
     {"halve", OnFinding::halve},
@@ -41,6 +45,7 @@ constexpr std::array<ChoiceName<RankTime>, 8> rank_time_names{{
 std::span<const ChoiceName<TransportChoice>> choice_names(TransportChoice) { return transport_names; }
 std::span<const ChoiceName<InPlaceChoice>> choice_names(InPlaceChoice) { return inplace_names; }
 std::span<const ChoiceName<ProgressChoice>> choice_names(ProgressChoice) { return progress_names; }
+std::span<const ChoiceName<OutputFormat>> choice_names(OutputFormat) { return format_names; }
 std::span<const ChoiceName<OnFinding>> choice_names(OnFinding) { return on_finding_names; }
 std::span<const ChoiceName<RankTime>> choice_names(RankTime) { return rank_time_names; }
 

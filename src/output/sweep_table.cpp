@@ -1,5 +1,6 @@
-// The terminal table, in nccl-tests' column order so scripts written for
-// nccl-tests read it unchanged; fabricbench's own columns come after.
+// The terminal table, in nccl-tests' column order (a root of -1 where there
+// is none, as nccl-tests prints it); fabricbench's own columns come after, so
+// a parser counting fields from the end of a row wants --format nccl-tests.
 
 #include <algorithm>
 #include <map>
@@ -113,7 +114,7 @@ void TablePrinter::point(std::span<const SweepRecord> placements) {
     if (r.timing && r.timing->distribution_from_second_batch) second_batch_seen_ = true;
   }
   *out_ << fmt::format("  {:>10} {:>12} {:>8} {:>6} {:>5}", first.bytes, first.count, name(first.dtype),
-                       first.redop ? name(*first.redop) : "none", first.root ? std::to_string(*first.root) : "-");
+                       first.redop ? name(*first.redop) : "none", first.root ? *first.root : -1);
   *out_ << nccl_cells(out_of_place) << nccl_cells(in_place) << extra_cells(out_of_place) << extra_cells(in_place);
   if (algorithm_column_) *out_ << algorithm_cell(out_of_place, in_place);
   if (wire_column_) *out_ << wire_cell(out_of_place != nullptr ? out_of_place : in_place);

@@ -41,7 +41,13 @@ TEST(Cli, OnFindingKeepsTheBudgetUnlessTheSmokeProfileOrTheFlagHalvesIt) {
   EXPECT_EQ(smoke.on_finding, OnFinding::halve);
   EXPECT_EQ(smoke.budget_s, 60.0);
   EXPECT_EQ(parse({"run", "--profile", "smoke", "--on-finding", "keep"}).on_finding, OnFinding::keep);
-  EXPECT_THROW(parse({"run", "--on-finding", "halve"}), UsageError);   // no budget to halve
+  EXPECT_THROW(parse({"run", "--budget", "none", "--on-finding", "halve"}), UsageError);  // no budget to halve
+  // run ends within its default budget unless told otherwise; sweep has none.
+  EXPECT_EQ(parse({"run"}).budget_s, 600.0);
+  EXPECT_EQ(parse({"run", "--on-finding", "halve"}).on_finding, OnFinding::halve);
+  EXPECT_FALSE(parse({"run", "--budget", "none"}).budget_s);
+  EXPECT_FALSE(parse({"sweep"}).budget_s);
+  EXPECT_THROW(parse({"run", "--budget", "never"}), UsageError);
   EXPECT_THROW(parse({"sweep", "--on-finding", "keep"}), UsageError);  // run's option: sweep has no health pass
 }
 

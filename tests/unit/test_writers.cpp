@@ -300,6 +300,75 @@ TEST(Writers, TableSettingsHeaderAndClosingAverage) {
       << gpu.str();
 }
 
+std::vector<std::string> words(const std::string& line) {
+  std::istringstream in(line);
+  std::vector<std::string> v;
+  for (std::string w; in >> w;) v.push_back(w);
+  return v;
+}
+
+// --format nccl-tests: nccl-tests' 13 columns and widths, -1 for no root,
+// N/A unchecked, a skipped point as a comment, one footer per op.
+TEST(Writers, NcclTestsFormatRowsAndFooterPerOp) {
+  std::ostringstream out;
+  const RunResult r = fixture();
+  RunConfig config;
+  config.sizes = {8, 1048576};
+  config.size_range = SizeRange{8, 1048576, 2.0};
+  config.iterations.warmup = 3;
+  config.iterations.fixed_iters = 50;
+  config.min_bw_gbs = 3.0;
+  NcclTestsPrinter printer(out);
+  printer.context(config, r.run);
+  printer.point(std::span(r.records).subspan(0, 2));
+  printer.point(std::span(r.records).subspan(2, 1));
+  printer.point(std::span(r.records).subspan(3, 1));
+  printer.finalize(Report{});
+  const std::string text = out.str();
+  EXPECT_EQ(text.rfind("# nThread 1 nGpus 1 minBytes 8 maxBytes 1048576 step: 2(factor) warmup iters: 3 iters: 50 "
+                       "agg iters: 1 validation: 1 graph: 0\n#\n# Using host memory",
+                       0),
+            0U)
+      << text;
+  std::istringstream in(text);
+  std::vector<std::string> rows;
+  std::vector<std::string> avgs;
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty() && line[0] != '#') rows.push_back(line);
+    if (line.rfind("# Avg bus bandwidth", 0) == 0) avgs.push_back(line);
+  }
+  ASSERT_EQ(rows.size(), 2U) << text;
+  EXPECT_EQ(rows[0],
+            "     1048576        262144     float     sum      -1   500.00    2.10    3.15       0   400.00    2.62    "
+            "3.93       0");
+  const std::vector<std::string> bcast = words(rows[1]);
+  ASSERT_EQ(bcast.size(), 13U);
+  EXPECT_EQ(bcast[4], "1");
+  EXPECT_EQ(bcast[8], "N/A");
+  EXPECT_EQ(bcast[9], "-");  // no in-place broadcast measured
+  EXPECT_EQ(words(rows[0])[13 - 6], "3.15");
+  EXPECT_EQ(words(rows[0])[13 - 2], "3.93");
+  // (3.145728 + 3.93216) / 2, then 2.097152, each judged against 90% of 3.
+  ASSERT_EQ(avgs.size(), 3U) << text;
+  EXPECT_EQ(avgs[0], "# Avg bus bandwidth    : 3.53894 OK");
+  EXPECT_EQ(avgs[1], "# Avg bus bandwidth    : 2.09715 FAILED");
+  EXPECT_EQ(avgs[2], "# Avg bus bandwidth    : N/A (no size measured)");  // all-gather: all skipped
+  EXPECT_NE(text.find("# Collective test starting: all_reduce_perf\n"), std::string::npos);
+  EXPECT_NE(text.find("# Collective test concluded: broadcast_perf\n"), std::string::npos);
+  EXPECT_NE(text.find("# skipped 8 B float: 8 B holds fewer"), std::string::npos) << text;
+  EXPECT_NE(
+      text.find("#       size         count      type   redop    root     time   algbw   busbw  #wrong     time   "
+                "algbw   busbw  #wrong \n"),
+      std::string::npos)
+      << text;
+}
+
+TEST(Writers, NcclTestsBinaryNames) {
+  EXPECT_EQ(nccl_tests_binary(Op::allreduce), "all_reduce_perf");
+  EXPECT_EQ(op_of_nccl_tests_binary("reduce_scatter_perf"), Op::reducescatter);
+  EXPECT_EQ(op_of_nccl_tests_binary("fabricbench"), std::nullopt);
+}
+
 // Records every call, so the multiplex's order can be seen.
 class Recorder final : public Printer {
  public:

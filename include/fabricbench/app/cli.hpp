@@ -21,6 +21,12 @@ struct ParseOutcome {
 
 ParseOutcome parse_command_line(const std::vector<std::string>& args);
 
+// The arguments as fabricbench reads them, given the name it was started by:
+// under an nccl-tests binary's name (a link named all_reduce_perf, ...) that
+// binary's run, `sweep --ops <its op> --format nccl-tests` before the rest;
+// under any other name, the arguments as given.
+std::vector<std::string> arguments_for_program(const std::string& program, std::vector<std::string> args);
+
 // Checks that need the world: root within the rank count, sizes that are
 // multiples of every element size. Throws UsageError.
 void validate_for_world(const RunConfig& config, int nranks);

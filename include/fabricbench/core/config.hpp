@@ -18,6 +18,8 @@ namespace fabricbench {
 enum class TransportChoice { automatic, nccl, mpi };
 enum class InPlaceChoice { both, only, no };
 enum class ProgressChoice { automatic, on, off };
+// The sweep on stdout: fabricbench's table, or exactly nccl-tests' output.
+enum class OutputFormat { table, nccl_tests };
 // How the headline time of a measurement combines the ranks' own times, as
 // nccl-tests' -a: rank 0's, the mean (the default), the fastest or the
 // slowest rank's. The mean, min and max are recorded whatever the choice.
@@ -182,6 +184,10 @@ struct RunConfig {
   std::string csv_path;
   std::string label;  // --label: names the run in its JSON, CSV rows and comparisons
   bool quiet = false;
+  OutputFormat format = OutputFormat::table;  // --format
+  // NCCL_TESTS_MIN_BW: an op whose mean busbw is below 90% of it fails the
+  // run, as in nccl-tests.
+  std::optional<double> min_bw_gbs;
   ProgressChoice progress = ProgressChoice::automatic;
   GpuConfig gpu;
   ScaleConfig scale;
@@ -214,6 +220,7 @@ struct ChoiceName {
 std::span<const ChoiceName<TransportChoice>> choice_names(TransportChoice);
 std::span<const ChoiceName<InPlaceChoice>> choice_names(InPlaceChoice);
 std::span<const ChoiceName<ProgressChoice>> choice_names(ProgressChoice);
+std::span<const ChoiceName<OutputFormat>> choice_names(OutputFormat);
 std::span<const ChoiceName<OnFinding>> choice_names(OnFinding);
 // rank0, mean, min, max; also nccl-tests' -a numbers 0, 1, 2, 3.
 std::span<const ChoiceName<RankTime>> choice_names(RankTime);

@@ -9,12 +9,15 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fabricbench/analysis/report.hpp"
@@ -151,6 +154,44 @@ class TablePrinter final : public Printer {
   bool algorithm_column_ = false;
   bool wire_column_ = false;
 };
+
+// `--format nccl-tests`: the sweep exactly as nccl-tests prints it, for the
+// parsers written against it. Its header lines (with the fields fabricbench
+// holds, none invented), then per op its column header, one row per size of
+// 13 columns (size count type redop root, then time algbw busbw #wrong out
+// of place and in place) with nccl-tests' widths, `-1` for no root and
+// `N/A` for an unchecked #wrong, and after the op's rows its own footer:
+// `# Out of bounds values`, `# Avg bus bandwidth` (the mean busbw of that
+// op's rows, both placements, as nccl-tests averages). nccl-tests runs one op
+// per binary; one footer per op keeps a grep per op right. A skipped point
+// has no row: a `#` line says why. Nothing but `#` lines and rows.
+class NcclTestsPrinter final : public Printer {
+ public:
+  explicit NcclTestsPrinter(std::ostream& out) : out_(&out) {}
+  void context(const RunConfig& config, const RunInfo& run) override;
+  void point(std::span<const SweepRecord> placements) override;
+  void finalize(const Report& report) override;
+
+ private:
+  void close_op();
+
+  std::ostream* out_;
+  std::optional<Op> op_;  // the op whose rows are being printed
+  std::optional<double> min_bw_gbs_;
+  bool checked_ = true;
+  double busbw_sum_ = 0;
+  int busbw_n_ = 0;
+  std::int64_t wrong_ = 0;
+};
+
+// nccl-tests' binary for an op ("all_reduce_perf"), and the op a binary name
+// stands for (nullopt for any other name).
+std::string_view nccl_tests_binary(Op op);
+std::optional<Op> op_of_nccl_tests_binary(std::string_view name);
+
+// The mean busbw of each op's timed points, both placements, in the order the
+// ops first appear: what nccl-tests' `# Avg bus bandwidth` is per binary.
+std::vector<std::pair<Op, double>> busbw_means_by_op(std::span<const SweepRecord> records);
 
 // A measuring run on the terminal: the header and node list, the topology,
 // every phase's section as it ends (through the write_* functions), the cuts
