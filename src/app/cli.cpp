@@ -55,22 +55,39 @@ struct Subcommand {
   Command command;
   unsigned bit;
   const char* description;
+  const char* examples;  // the end of its --help
 };
 
 constexpr std::array<Subcommand, 9> subcommands{{
-    {"run", Command::run, on_run, "The full suite (default when no subcommand is given)"},
-    {"sweep", Command::sweep, on_sweep, "Collective sweeps over message sizes"},
-    {"scale", Command::scale, on_scale, "Scaling ladder: bus bandwidth from 1 node to all nodes"},
+    {"run", Command::run, on_run, "The full suite (default when no subcommand is given)",
+     "  mpirun -np 16 fabricbench run --json r.json                 # 2 nodes x 8 GPUs, within 10 minutes\n"
+     "  mpirun -np 4 fabricbench run --profile smoke               # the whole suite in a minute\n"
+     "  mpirun -np 16 fabricbench run --budget none --price-per-gpu-hour 2.5 --currency EUR"},
+    {"sweep", Command::sweep, on_sweep, "Collective sweeps over message sizes",
+     "  mpirun -np 8 fabricbench sweep -b 8 -e 1G -f 2 --json r.json\n"
+     "  mpirun -np 8 fabricbench sweep --ops allreduce --format nccl-tests   # nccl-tests' output, for its parsers"},
+    {"scale", Command::scale, on_scale, "Scaling ladder: bus bandwidth from 1 node to all nodes",
+     "  mpirun -np 32 fabricbench scale --scale-bytes 256M --grad-bytes 1G --compute-ms 120"},
     {"p2p", Command::p2p, on_p2p,
      "Node-pair matrix: bandwidth and latency of every node pair, slow nodes; --sweep: OSU latency, bw and bibw "
-     "over sizes between two ranks"},
-    {"topo", Command::topo, on_topo, "Topology: what is in each node and what differs from its peers"},
+     "over sizes between two ranks",
+     "  mpirun -np 32 fabricbench p2p --json pairs.json             # every node pair, slow nodes named\n"
+     "  mpirun -np 2 fabricbench p2p --sweep --tests latency,bw"},
+    {"topo", Command::topo, on_topo, "Topology: what is in each node and what differs from its peers",
+     "  fabricbench topo --no-measure\n"
+     "  mpirun -np 4 fabricbench topo --json topo.json"},
     {"storage", Command::storage, on_storage,
-     "Shared storage: every rank (or one per node) writes then reads its own file in --storage-path, all at once"},
+     "Shared storage: every rank (or one per node) writes then reads its own file in --storage-path, all at once",
+     "  mpirun -np 8 fabricbench storage --storage-path /shared/scratch --json storage.json"},
     {"report", Command::report, on_report,
-     "Read result files: tables, verdicts, cost; compare runs; --csv, --html; gates for CI (no MPI needed)"},
-    {"version", Command::version, on_version, "Tool version, git hash, transports and library versions"},
-    {"help", Command::help, on_help, "The guides built into the binary: the topics, or with TOPIC that guide"},
+     "Read result files: tables, verdicts, cost; compare runs; --csv, --html; gates for CI (no MPI needed)",
+     "  fabricbench report r.json --html r.html\n"
+     "  fabricbench report before.json after.json                   # compared, grouped by --label\n"
+     "  fabricbench report r.json --expect 'allreduce.busbw>=350' --fail-on-warn   # a CI gate"},
+    {"version", Command::version, on_version, "Tool version, git hash, transports and library versions",
+     "  fabricbench version"},
+    {"help", Command::help, on_help, "The guides built into the binary: the topics, or with TOPIC that guide",
+     "  fabricbench help budget"},
 }};
 
 // nccl-tests' options that have no counterpart here: each is refused with
@@ -282,9 +299,13 @@ void add_collective_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("-r,--root", o.root, with_default("Root rank of broadcast and reduce", defaults().root));
   cmd.add_option("--inplace", o.inplace,
                  with_default(fmt::format("Placements to measure: {}", choices_of<InPlaceChoice>()), o.inplace));
+}
+
+void add_sweep_output_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--progress", o.progress,
                  with_default(fmt::format("Progress line on stderr: {} (auto: when stderr is a terminal and without "
-                                          "-q); under mpirun the ranks' stderr is a pipe, so pass on to see it",
+                                          "-q); under mpirun the ranks' stderr is a pipe, so pass on to see it; "
+                                          "off also silences run's line per phase",
                                           choices_of<ProgressChoice>()),
                               o.progress));
   cmd.add_option("--csv", o.csv,
@@ -568,37 +589,50 @@ void add_help_options(CLI::App& cmd, RawOptions& o, Command) {
 struct OptionGroup {
   unsigned uses;
   void (*add)(CLI::App&, RawOptions&, Command);
+  // The heading its options are listed under in --help: what they are for,
+  // in one line, and the guide that says the rest ("" for positionals).
+  const char* heading;
 };
 
 // Adding an option: one line in its group's function above (and its field
 // in RunConfig, whose default the help then shows).
-constexpr std::array<OptionGroup, 24> option_groups{{
-    {on_run | on_sweep | on_p2p, add_size_options},
-    {on_run | on_sweep, add_collective_options},
-    {measuring, add_iteration_options},
-    {measuring, add_budget_option},
-    {on_run, add_health_option},
-    {on_run | on_sweep | on_scale, add_rank_time_option},
-    {measuring, add_transport_options},
-    {measuring, add_output_options},
-    {on_run | on_sweep, add_nccl_tests_options},
-    {measuring | on_storage, add_label_option},
-    {on_run | on_topo, add_topology_options},
-    {on_run | on_scale, add_scale_options},
-    {on_run | on_scale, add_model_parallel_options},
-    {on_run | on_scale, add_gpu_ladder_options},
-    {on_run | on_p2p, add_pair_options},
-    {on_p2p, add_p2p_sweep_options},
-    {measuring | on_report | on_storage, add_gate_options},
-    {on_run, add_profile_option},
-    {on_topo, add_topo_output_options},
-    {on_report, add_report_options},
-    {on_run | on_p2p, add_placement_options},
-    {on_run | on_storage, add_storage_options},
-    {on_storage, add_storage_command_options},
-    {on_help, add_help_options},
+constexpr const char* sizes_heading = "What is measured: sizes, ops, types (fabricbench help method)";
+constexpr const char* timing_heading = "How long each point is timed (fabricbench help method)";
+constexpr const char* budget_heading = "A run that ends: budget, profile, health pass (fabricbench help budget)";
+constexpr const char* gpu_heading = "Transport, GPUs and deadlines (fabricbench help nccl, help safety)";
+constexpr const char* output_heading = "Output: table, JSON, CSV, labels (fabricbench help reports)";
+constexpr const char* multinode_heading =
+    "Across nodes: ladders, projections, node pairs, placement (fabricbench help multinode, help gpu-ladder)";
+constexpr const char* verdict_heading = "Verdicts, gates and cost (fabricbench help reports)";
+
+constexpr std::array<OptionGroup, 25> option_groups{{
+    {on_run | on_sweep | on_p2p, add_size_options, sizes_heading},
+    {on_run | on_sweep, add_collective_options, sizes_heading},
+    {on_run | on_sweep, add_sweep_output_options, output_heading},
+    {measuring, add_iteration_options, timing_heading},
+    {measuring, add_budget_option, budget_heading},
+    {on_run, add_health_option, budget_heading},
+    {on_run | on_sweep | on_scale, add_rank_time_option, timing_heading},
+    {measuring, add_transport_options, gpu_heading},
+    {measuring, add_output_options, output_heading},
+    {on_run | on_sweep, add_nccl_tests_options, output_heading},
+    {measuring | on_storage, add_label_option, output_heading},
+    {on_run | on_topo, add_topology_options, "Topology probe (fabricbench help topology)"},
+    {on_run | on_scale, add_scale_options, multinode_heading},
+    {on_run | on_scale, add_model_parallel_options, multinode_heading},
+    {on_run | on_scale, add_gpu_ladder_options, multinode_heading},
+    {on_run | on_p2p, add_pair_options, multinode_heading},
+    {on_p2p, add_p2p_sweep_options, "Between two ranks: the OSU-style tests (fabricbench help commands)"},
+    {measuring | on_report | on_storage, add_gate_options, verdict_heading},
+    {on_run, add_profile_option, budget_heading},
+    {on_topo, add_topo_output_options, output_heading},
+    {on_report, add_report_options, output_heading},
+    {on_run | on_p2p, add_placement_options, multinode_heading},
+    {on_run | on_storage, add_storage_options, "Shared storage (fabricbench help storage)"},
+    {on_storage, add_storage_command_options, output_heading},
+    {on_help, add_help_options, ""},
 }};
-constexpr OptionGroup no_equivalent_group{measuring, add_no_equivalents};
+constexpr OptionGroup no_equivalent_group{measuring, add_no_equivalents, ""};
 
 // --- Turning what was typed into a config. ---------------------------------
 
@@ -1273,8 +1307,17 @@ ParseOutcome parse_command_line(const std::vector<std::string>& args) {
   for (const Subcommand& s : subcommands) {
     CLI::App* cmd = app.add_subcommand(s.name, s.description);
     cmd->allow_extras();
-    for (const OptionGroup& g : option_groups)
-      if ((g.uses & s.bit) != 0) g.add(*cmd, options, s.command);
+    for (const OptionGroup& g : option_groups) {
+      if ((g.uses & s.bit) == 0) continue;
+      const std::size_t before = cmd->get_options().size();
+      g.add(*cmd, options, s.command);
+      const std::vector<CLI::Option*> all = cmd->get_options();
+      if (*g.heading != '\0')
+        for (std::size_t i = before; i < all.size(); ++i)
+          if (all[i]->nonpositional() && !all[i]->get_group().empty()) all[i]->group(g.heading);
+    }
+    cmd->footer(fmt::format("\nExamples:\n{}\n\nThe guides say the rest: fabricbench help (topics), man fabricbench",
+                            s.examples));
     if ((no_equivalent_group.uses & s.bit) != 0) no_equivalent_group.add(*cmd, options, s.command);
     decimal_integers_only(*cmd);
     commands.push_back(cmd);

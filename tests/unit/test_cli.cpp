@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "fabricbench/app/guides.hpp"
 #include "fabricbench/core/error.hpp"
 
@@ -86,6 +88,33 @@ TEST(Cli, VersionAndHelp) {
   EXPECT_NE(help.text.find("sweep"), std::string::npos);
   const ParseOutcome sweep_help = parse_command_line({"sweep", "--help"});
   EXPECT_NE(sweep_help.text.find("--min-bytes"), std::string::npos);
+}
+
+// Every subcommand's help lists its options under headings by purpose, each
+// naming the guide with the rest, and ends with examples; every guide a
+// heading names exists.
+TEST(Cli, HelpGroupsOptionsByPurposeAndEndsWithExamples) {
+  for (const char* command : {"run", "sweep", "scale", "p2p", "topo", "storage", "report", "version", "help"}) {
+    SCOPED_TRACE(command);
+    const ParseOutcome help = parse_command_line({command, "--help"});
+    ASSERT_TRUE(help.exit_now);
+    const std::size_t examples = help.text.find("\nExamples:\n  ");
+    ASSERT_NE(examples, std::string::npos) << help.text;
+    EXPECT_NE(help.text.find(std::string("fabricbench ") + command, examples), std::string::npos) << help.text;
+    std::size_t at = 0;
+    while ((at = help.text.find("(fabricbench help ", at)) != std::string::npos) {
+      at += 18;
+      const std::string topic = help.text.substr(at, help.text.find_first_of(",)", at) - at);
+      EXPECT_TRUE(std::any_of(guides().begin(), guides().end(), [&topic](const Guide& g) { return g.topic == topic; }))
+          << topic;
+    }
+  }
+  const std::string run = parse_command_line({"run", "--help"}).text;
+  const std::size_t budget = run.find("A run that ends: budget, profile, health pass (fabricbench help budget):");
+  ASSERT_NE(budget, std::string::npos) << run;
+  EXPECT_GT(run.find("--budget", budget), budget);
+  EXPECT_LT(run.find("--budget", budget), run.find("\n\n", budget));  // listed under its heading
+  EXPECT_NE(run.find("Output: table, JSON, CSV, labels (fabricbench help reports):\n  --progress"), std::string::npos);
 }
 
 TEST(Cli, HelpListsAndPrintsTheGuides) {
