@@ -245,16 +245,7 @@ void RunSummaryPrinter::finalize(const Report& report) {
   print_decision(run, out);
   if (run.cost) {
     const CostSummary& c = *run.cost;
-    const std::string unit = unit_word(r) == "GPUs" ? "GPU" : "rank";
-    out << fmt::format("# Cost at {}: ",
-                       c.price.per_gpu_hour
-                           ? fmt::format("{} per {}-hour", money_text(*c.price.per_gpu_hour, c.price.currency), unit)
-                           : fmt::format("{} per node-hour", money_text(*c.price.per_node_hour, c.price.currency)));
-    if (c.run_cost)
-      out << fmt::format("this run {} ({:.1f} s on {} {}, {} node{})\n", money_text(*c.run_cost, c.price.currency),
-                         r.duration_s.value_or(0), r.run.ranks, unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
-    else
-      out << "this run unknown (" << c.why_no_run_cost << ")\n";
+    out << fmt::format("# Cost at {}: this run {}\n", price_text(c, r), run_cost_text(c, r));
     if (c.model_parallel && r.model_parallel)
       out << fmt::format("# Cost of model-parallel training (tp {} x pp {} x dp {}, {} {}): {} per 1000 steps\n",
                          r.model_parallel->tp, r.model_parallel->pp, r.model_parallel->dp, c.model_parallel->gpus,

@@ -52,6 +52,18 @@ void print_health(const HealthResult& health, std::ostream& out) {
   for (const Finding& f : health.findings) out << "#   " << f.message << '\n';
 }
 
+std::string price_text(const CostSummary& c, const RunResult& r) {
+  return c.price.per_gpu_hour ? fmt::format("{} per {}-hour", money_text(*c.price.per_gpu_hour, c.price.currency),
+                                            unit_word(r) == "GPUs" ? "GPU" : "rank")
+                              : fmt::format("{} per node-hour", money_text(*c.price.per_node_hour, c.price.currency));
+}
+
+std::string run_cost_text(const CostSummary& c, const RunResult& r) {
+  if (!c.run_cost) return fmt::format("unknown ({})", c.why_no_run_cost);
+  return fmt::format("{} ({:.1f} s on {} {}, {} node{})", money_text(*c.run_cost, c.price.currency),
+                     r.duration_s.value_or(0), r.run.ranks, unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
+}
+
 void print_decision(const ReportRun& run, std::ostream& out) {
   out << fmt::format("#\n# Verdict: {}\n", name(run.level));
   for (const HeadlineLine& line : headline(run)) out << fmt::format("#   {:<13} {}\n", line.topic + ":", line.text);
@@ -100,16 +112,7 @@ void print_run(const ReportRun& run, std::ostream& out) {
   }
   if (run.cost) {
     const CostSummary& c = *run.cost;
-    out << fmt::format("#\n# Cost at {}\n",
-                       c.price.per_gpu_hour
-                           ? fmt::format("{} per {}-hour", money_text(*c.price.per_gpu_hour, c.price.currency),
-                                         unit_word(r) == "GPUs" ? "GPU" : "rank")
-                           : fmt::format("{} per node-hour", money_text(*c.price.per_node_hour, c.price.currency)));
-    if (c.run_cost)
-      out << fmt::format("#   this run: {} ({:.1f} s on {} {}, {} node{})\n", money_text(*c.run_cost, c.price.currency),
-                         r.duration_s.value_or(0), r.run.ranks, unit_word(r), r.run.nodes, r.run.nodes == 1 ? "" : "s");
-    else
-      out << "#   this run: unknown (" << c.why_no_run_cost << ")\n";
+    out << fmt::format("#\n# Cost at {}\n#   this run: {}\n", price_text(c, r), run_cost_text(c, r));
     if (!c.training.empty()) {
       out << fmt::format("#   {:>6} {:>6} {:>10} {:>16}\n", "nodes", unit_word(r), "step (ms)", "per 1000 steps");
       for (const CostPoint& p : c.training)

@@ -56,6 +56,11 @@ void print_budget(const BudgetRecord& budget, std::optional<double> duration_s, 
 void print_health(const HealthResult& health, std::ostream& out);
 
 // The verdicts alone (what `run --expect` prints after its tables).
+// The price a cost is reckoned at ("USD 2.5 per GPU-hour") and the run's
+// own cost ("USD 0.08 (36.0 s on 4 ranks, 2 nodes)", or why it is unknown).
+std::string price_text(const CostSummary& cost, const RunResult& result);
+std::string run_cost_text(const CostSummary& cost, const RunResult& result);
+
 // "# Verdict: LEVEL", the headline (analysis/headline.hpp), then every
 // verdict worst first with its cause, fix and source.
 void print_decision(const ReportRun& run, std::ostream& out);
