@@ -15,7 +15,9 @@ std::string percent(const std::optional<double>& v) { return v ? fmt::format("{:
 // the links measured, not with the square of the node count.
 constexpr int max_matrix_columns = 32;
 
-void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, bool bandwidth, std::ostream& out) {
+// `divisor`: latencies above 1000 us are shown in ms (divisor 1000).
+void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, bool bandwidth, std::ostream& out,
+                  double divisor = 1) {
   if (m.size > max_matrix_columns) {
     out << fmt::format("# {} nodes: listed link by link (from -> to), links without a figure left out\n", m.size);
     for (int i = 0; i < m.size; ++i)
@@ -23,7 +25,7 @@ void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, b
         const std::optional<double>& v = bandwidth ? m.bw(i, j) : m.lat(i, j);
         if (i != j && v)
           out << fmt::format("  {} -> {} {:.3f}\n", labels[static_cast<std::size_t>(i)],
-                             labels[static_cast<std::size_t>(j)], *v);
+                             labels[static_cast<std::size_t>(j)], *v / divisor);
       }
     return;
   }
@@ -38,7 +40,7 @@ void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, b
       const std::optional<double>& v = bandwidth ? m.bw(i, j) : m.lat(i, j);
       out << fmt::format(" {:>{}}",
                          i == j ? std::string("-")
-                         : v    ? fmt::format("{:.3f}", *v)
+                         : v    ? fmt::format("{:.3f}", *v / divisor)
                                 : std::string("n/a"),
                          width);
     }
@@ -84,8 +86,14 @@ void print_pairs(const PairsResult& p, const std::vector<Finding>& findings, std
     out << fmt::format("#\n# Node pairs: send/recv bandwidth at {} (GB/s, all {} rails at once), row sends to column\n",
                        format_size(p.bytes), p.ranks_per_node);
     matrix_table(p.nodes, p.hosts, true, out);
-    out << fmt::format("# Node pairs: latency at {} (us)\n", format_size(p.small_bytes));
-    matrix_table(p.nodes, p.hosts, false, out);
+    // Plain units: a matrix whose slowest link takes 1000 us or more reads in ms.
+    double slowest = 0;
+    for (int i = 0; i < p.nodes.size; ++i)
+      for (int j = 0; j < p.nodes.size; ++j)
+        if (const std::optional<double>& v = p.nodes.lat(i, j); i != j && v) slowest = std::max(slowest, *v);
+    const bool ms = slowest >= 1000;
+    out << fmt::format("# Node pairs: latency at {} ({})\n", format_size(p.small_bytes), ms ? "ms" : "us");
+    matrix_table(p.nodes, p.hosts, false, out, ms ? 1000 : 1);
   }
   if (p.ranks_per_node > 1) {
     std::vector<std::string> labels;

@@ -4,6 +4,7 @@
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/output/output.hpp"
 #include "fabricbench/output/printer.hpp"
+#include "fabricbench/output/sections.hpp"
 #include "fabricbench/results/reader.hpp"
 #include "fabricbench/results/result_csv.hpp"
 
@@ -580,6 +581,37 @@ TEST(Printers, PhaseLinesSayWhichWhatAndHowLong) {
             "fabricbench: done in 1 h 02 min (--budget 10 min; 1 cut)\n");
   EXPECT_EQ(duration_text(45.4), "45 s");
   EXPECT_EQ(duration_text(120), "2 min");
+}
+
+}  // namespace
+}  // namespace fabricbench
+
+namespace fabricbench {
+namespace {
+
+// Plain units: a latency matrix whose slowest link takes 1000 us or more
+// reads in ms, with the unit in its heading; a fast one stays in us.
+TEST(Printers, SlowLatenciesReadInMilliseconds) {
+  PairsResult p;
+  p.bytes = 1 << 20;
+  p.small_bytes = 8;
+  p.ranks_per_node = 1;
+  p.hosts = {"node0", "node1"};
+  p.nodes = PairMatrix(2);
+  p.nodes.bw(0, 1) = p.nodes.bw(1, 0) = 1.5;
+  p.nodes.lat(0, 1) = 12730.0;
+  p.nodes.lat(1, 0) = 40.0;
+  std::ostringstream slow;
+  print_pairs(p, {}, slow);
+  EXPECT_NE(slow.str().find("# Node pairs: latency at 8 B (ms)"), std::string::npos) << slow.str();
+  EXPECT_NE(slow.str().find("12.730"), std::string::npos) << slow.str();
+  EXPECT_NE(slow.str().find("0.040"), std::string::npos) << slow.str();
+  EXPECT_EQ(slow.str().find("e+"), std::string::npos) << slow.str();
+  p.nodes.lat(0, 1) = 45.0;
+  std::ostringstream fast;
+  print_pairs(p, {}, fast);
+  EXPECT_NE(fast.str().find("# Node pairs: latency at 8 B (us)"), std::string::npos) << fast.str();
+  EXPECT_NE(fast.str().find("45.000"), std::string::npos) << fast.str();
 }
 
 }  // namespace
