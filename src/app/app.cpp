@@ -121,20 +121,38 @@ struct LastSaved {
   std::mutex mutex;
   RunResult result;
   std::chrono::steady_clock::time_point start;
+  // The reason the watchdog saved with (the launcher's notice that it ends
+  // the job, or the end itself): the main thread's saves after it carry it
+  // too, so a save of its that lands after the notice's never drops it.
+  std::string reason;
 };
+
+// What the watchdog's last words would write now (the result with its wall
+// time so far and its verdicts), without writing it: kept after every point,
+// so an interrupt saves every point that finished. Returns the reason the
+// watchdog saved with, if it did.
+std::string remember(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start,
+                     LastSaved& last) {
+  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  // The file carries its verdicts, as `report` would judge it now.
+  result.verdicts = judge_run(result, config.report, expectations_with(config.report.expectations_text)).verdicts;
+  const std::lock_guard lock(last.mutex);
+  last.result = result;
+  last.start = start;
+  return last.reason;
+}
 
 // Saves with the wall time so far, so an interrupted run's file still says
 // how long it ran (and so what it cost).
 void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start, LastSaved& last) {
-  result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // The file carries its verdicts, as `report` would judge it now.
-  result.verdicts = judge_run(result, config.report, expectations_with(config.report.expectations_text)).verdicts;
-  {
-    const std::lock_guard lock(last.mutex);
-    last.result = result;
-    last.start = start;
+  const std::string reason = remember(config, result, start, last);
+  if (reason.empty() || result.complete) {
+    write_results(config, result);
+    return;
   }
-  write_results(config, result);
+  RunResult noticed = result;
+  noticed.end_reason = reason;
+  write_results(config, noticed);
 }
 
 // The watchdog's last words on the lead rank: the last save again, marked
@@ -148,6 +166,7 @@ void install_last_words(Watchdog* watchdog, const RunConfig& config, LastSaved& 
       const std::lock_guard lock(last.mutex);
       result = last.result;
       start = last.start;
+      last.reason = reason;
     }
     result.complete = false;
     result.end_reason = reason;
@@ -168,9 +187,10 @@ constexpr int health_iterations = 3;
 // transport, the run's record), topology, health, sweep, ladder, pairs (each
 // with its share of a --budget), then on rank 0
 // judge and save. Only rank 0 keeps the result; it is saved once as each
-// phase ends (the budgeted ones in run_phase), and within the sweep and the
-// p2p sweep after each point, so an interrupted run's file holds what was
-// measured. Everything it shows goes through its printers.
+// phase ends (the budgeted ones in run_phase), within the sweep after each
+// op and the p2p sweep after each size; every point is kept for the
+// watchdog's last words, so an interrupted run's file holds every point that
+// finished. Everything it shows goes through its printers.
 class RunPipeline {
  public:
   // `watchdog` (may be null) gets the phases, and on the lead rank the last
@@ -411,9 +431,17 @@ class RunPipeline {
         result_.records.push_back(r);
         if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
       }
-      // Saved after every point, between its timed batches and the next
-      // point's: an interrupted sweep's file holds every row it printed.
-      save(config_, result_, started_, last_);
+      // Kept for the last words after every point, between its timed
+      // batches and the next point's: an interrupted sweep's file holds
+      // every row it printed. Written at each op's end (the phase's save
+      // writes the last): writing after every point kept a write in flight
+      // nearly always when the launcher ends the job, and its temporary
+      // could outlive the launcher's SIGKILL.
+      if (!records.empty() && last_op_ && *last_op_ != records.front().op) {
+        save(config_, result_, started_, last_);
+      }
+      if (!records.empty()) last_op_ = records.front().op;
+      remember(config_, result_, started_, last_);
     };
     SweepCost cost;
     run_sweep(config_, *transport_, world_, listener, seconds, cuts(), &cost);
@@ -631,6 +659,8 @@ class RunPipeline {
     }
     return below;
   }
+
+  std::optional<Op> last_op_;  // the sweep's op of the last point kept
 
   // `run` only: the phase's line on stderr (PhasePrinter) as it starts.
   void announce(const std::string& phase, const std::string& what, double share_s) {
