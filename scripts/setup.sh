@@ -20,7 +20,8 @@ packages=(
 # clang, its sanitizer and libFuzzer runtimes and llvm-symbolizer for the asan
 # preset and the fuzz targets; strace to slow a rank's fsync
 # (tests/e2e/test_safety_e2e.py); PyYAML to read the Kubernetes example
-# (tests/system/test_mpijob.py).
+# (tests/system/test_mpijob.py); nftables to make a test-bed host lose
+# packets (tests/multihost/test_multihost.py).
 test_packages=(
   chromium
   clang-format-14 clang-tidy-14
@@ -29,6 +30,7 @@ test_packages=(
   dpkg-dev file man-db binutils
   strace
   python3-yaml
+  nftables
 )
 
 case "${1:-}" in

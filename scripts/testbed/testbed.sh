@@ -42,7 +42,9 @@ usage: testbed.sh COMMAND [ARGS]
   slow-group RATE HOST...             limit traffic between the listed hosts and all others to RATE
                                       (within the group and among the others: unshaped); with a small
                                       FB_TESTBED_BURST, small messages queue: a latency island
-  unthrottle [HOST]                   remove shaping from HOST (default: all hosts)
+  loss HOST PERCENT                   drop PERCENT% of HOST's packets at random, both directions
+                                      (nftables in the host's namespace: this kernel has no netem)
+  unthrottle [HOST]                   remove shaping and loss from HOST (default: all hosts)
   run K [--subnet A.B.C] [--slots S] -- CMD...
                                       up, run CMD, always down; exit with CMD's status
 
@@ -371,6 +373,9 @@ clear_qdiscs() {
     local i=$1
     ip netns exec "$(ns_name "$i")" tc qdisc del dev eth0 root 2>/dev/null || true
     tc qdisc del dev "$(veth_name "$i")" root 2>/dev/null || true
+    if command -v nft >/dev/null; then
+        ip netns exec "$(ns_name "$i")" nft delete table inet fbloss 2>/dev/null || true
+    fi
 }
 
 root_qdisc_kind() {
@@ -467,6 +472,26 @@ cmd_slow_group() {
     echo "slowed traffic between {$*} and the other hosts to $rate"
 }
 
+# Random loss on the host's interface, in its own namespace: what it sends
+# and what it receives, each packet dropped with the given chance.
+cmd_loss() {
+    load_state
+    [[ $# -eq 2 ]] || die "usage: testbed.sh loss HOST PERCENT"
+    local i ns pct=$2
+    [[ $pct =~ ^[0-9]+$ && $pct -ge 1 && $pct -le 99 ]] || die "bad loss '$pct' (a whole percent, 1 to 99)"
+    command -v nft >/dev/null || die "loss needs nft (Debian package nftables)"
+    i=$(host_index "$1")
+    ns=$(ns_name "$i")
+    ip netns exec "$ns" nft delete table inet fbloss 2>/dev/null || true
+    ip netns exec "$ns" nft -f - <<NFT
+table inet fbloss {
+    chain in { type filter hook input priority 0; iifname "eth0" numgen random mod 100 < $pct drop; }
+    chain out { type filter hook output priority 0; oifname "eth0" numgen random mod 100 < $pct drop; }
+}
+NFT
+    echo "$(host_name "$i") drops $pct% of its packets (both directions)"
+}
+
 cmd_unthrottle() {
     load_state
     local i
@@ -551,6 +576,7 @@ main() {
         throttle) cmd_throttle "$@" ;;
         throttle-pair) cmd_throttle_pair "$@" ;;
         slow-group) cmd_slow_group "$@" ;;
+        loss) cmd_loss "$@" ;;
         unthrottle) cmd_unthrottle "$@" ;;
         run) cmd_run "$@" ;;
         *) usage >&2; exit 1 ;;

@@ -712,14 +712,34 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
     c.subject = f.kind == FindingKind::slow_node ? hosts_text(f.hosts) : fmt::format("{}", fmt::join(f.hosts, " <-> "));
     c.observed = f.message;
     const double share = f.reference_gbs > 0 ? 100.0 * f.value_gbs / f.reference_gbs : 0;
-    if (f.kind == FindingKind::slow_node) {
-      c.evidence = {{fmt::format("links of {}", hosts_text(f.hosts)), f.value_gbs, "GB/s"},
-                    {"median of the nodes", f.reference_gbs, "GB/s"},
-                    {"share of the median", share, "%"}};
+    const std::string what = f.kind == FindingKind::slow_node ? fmt::format("links of {}", hosts_text(f.hosts))
+                                                              : fmt::format("link {}", fmt::join(f.hosts, " <-> "));
+    const std::string median = f.kind == FindingKind::slow_node ? "median of the nodes" : "median link";
+    if (f.metric == FindingMetric::latency && f.value_us && f.reference_us) {
+      c.evidence = {{what, *f.value_us, "us"},
+                    {median, *f.reference_us, "us"},
+                    {"times the median", *f.value_us / *f.reference_us, "x"}};
     } else {
-      c.evidence = {{fmt::format("link {}", fmt::join(f.hosts, " <-> ")), f.value_gbs, "GB/s"},
-                    {"median link", f.reference_gbs, "GB/s"},
-                    {"share of the median", share, "%"}};
+      c.evidence = {
+          {what, f.value_gbs, "GB/s"}, {median, f.reference_gbs, "GB/s"}, {"share of the median", share, "%"}};
+    }
+    // The second pass's figures, partner by partner.
+    for (const Recheck& r : f.checks) {
+      if (r.bandwidth_gbs)
+        c.evidence.push_back({fmt::format("again {} <-> {}", r.hosts[0], r.hosts[1]), *r.bandwidth_gbs, "GB/s"});
+      if (r.latency_us && f.metric != FindingMetric::bandwidth)
+        c.evidence.push_back({fmt::format("again {} <-> {}", r.hosts[0], r.hosts[1]), *r.latency_us, "us"});
+    }
+    if (f.confirmed && !*f.confirmed) {
+      // Never an accusation: one pass saw it, the second did not.
+      c.kind = "not_confirmed";
+      c.level = Level::info;
+      c.cause =
+          "the first pass measured it slow; measured again with other partners, apart from the first "
+          "pass's load, it was not";
+      c.fix = "run again to see whether it comes back; a node that is slow now and then is worth a longer p2p run";
+      out.push_back(std::move(c));
+      continue;
     }
     // What the node's own probe shows that would explain it.
     std::vector<std::string> probed;
@@ -731,7 +751,7 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
       if (network) probed.push_back(fmt::format("{} {}", a.host, split_fix(a.detail).first));
     }
     if (!probed.empty()) {
-      c.cause = fmt::format("measured with every partner; {}'s own probe shows {}", hosts_text(f.hosts),
+      c.cause = fmt::format("confirmed with other partners; {}'s own probe shows {}", hosts_text(f.hosts),
                             fmt::join(probed, "; "));
       c.fix = fmt::format(
           "fix what the probe shows on {} (see its anomaly), then measure again; until then leave it "
@@ -762,6 +782,8 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
 
 std::vector<Cause> find_causes(const RunResult& result) {
   std::vector<Cause> out = finding_causes(result.findings, result);
+  std::vector<Cause> unconfirmed = finding_causes(result.unconfirmed, result);
+  out.insert(out.end(), unconfirmed.begin(), unconfirmed.end());
   if (result.nccl) {
     std::vector<Cause> n = nccl_causes(*result.nccl, result.topology ? &*result.topology : nullptr, result.run.devices);
     out.insert(out.end(), n.begin(), n.end());

@@ -147,83 +147,376 @@ bool is_outlier(double value, const RobustCenter& c, const OutlierThresholds& t)
   return value < c.median * (1.0 - t.drop) && safe_log(value) < c.log_median - t.mads * 1.4826 * c.log_mad;
 }
 
-std::vector<Finding> find_outliers(const PairMatrix& m, const std::vector<std::string>& hosts,
-                                   const OutlierThresholds& thresholds) {
-  std::vector<Finding> findings;
-  const int n = m.size;
-  const auto host = [&hosts](int i) {
-    return i < static_cast<int>(hosts.size()) ? hosts[static_cast<std::size_t>(i)] : fmt::format("node {}", i);
-  };
+namespace {
 
-  // A pair's bandwidth; the matrix may hold one direction or both.
-  const auto link = [&m](int i, int j) -> std::optional<double> {
-    if (m.bw(i, j) && m.bw(j, i)) return std::min(*m.bw(i, j), *m.bw(j, i));
-    return m.bw(i, j) ? m.bw(i, j) : m.bw(j, i);
-  };
-  // A node's score is its upper-quartile link: a node is slow when (nearly)
-  // all its links are, while one slow link barely moves it. A median would
-  // not do: with four nodes a node has three links, and one slow link plus a
-  // noisy one already pull its median down.
-  std::vector<double> node_score(static_cast<std::size_t>(n), 0.0);
-  std::vector<int> measured_nodes;
+// A pair's figure as "higher is better": bandwidth as it is, latency as its
+// inverse (so one outlier test serves both; a latency 3x the healthy one is
+// a third of its speed). The matrix may hold one direction or both: the
+// worse bandwidth, the better latency (contention only adds time).
+using Figure = std::optional<double> (*)(const PairMatrix&, int, int);
+
+std::optional<double> bandwidth_of(const PairMatrix& m, int i, int j) {
+  if (m.bw(i, j) && m.bw(j, i)) return std::min(*m.bw(i, j), *m.bw(j, i));
+  return m.bw(i, j) ? m.bw(i, j) : m.bw(j, i);
+}
+
+std::optional<double> speed_of(const PairMatrix& m, int i, int j) {
+  std::optional<double> us;
+  for (const std::optional<double>& v : {m.lat(i, j), m.lat(j, i)})
+    if (v && *v > 0 && (!us || *v < *us)) us = v;
+  if (!us) return std::nullopt;
+  return 1.0 / *us;
+}
+
+// The upper median: the larger middle value of an even count, so that with
+// half the values slow the reference is still a healthy one.
+double upper_median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+std::string host_of(const std::vector<std::string>& hosts, int i) {
+  return i < static_cast<int>(hosts.size()) ? hosts[static_cast<std::size_t>(i)] : fmt::format("node {}", i);
+}
+
+struct MetricFindings {
+  std::vector<Finding> found;
+  std::set<int> slow_nodes;
+  std::optional<double> reference;  // the healthy nodes' figure
+};
+
+// One metric's suspects (see find_outliers).
+MetricFindings outliers_by(const PairMatrix& m, const std::vector<std::string>& hosts, const OutlierThresholds& t,
+                           Figure figure, FindingMetric metric) {
+  MetricFindings out;
+  const int n = m.size;
+  std::vector<std::optional<double>> best(static_cast<std::size_t>(n));
+  std::vector<double> bests;
   for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j)
+      if (const std::optional<double> v = i != j ? figure(m, i, j) : std::nullopt; v && (!best[i] || *v > *best[i]))
+        best[static_cast<std::size_t>(i)] = v;
+    if (best[static_cast<std::size_t>(i)]) bests.push_back(*best[static_cast<std::size_t>(i)]);
+  }
+  // Two nodes have one link: nothing to compare it with.
+  if (bests.size() < 3) return out;
+  const double level = upper_median(bests);
+  std::vector<bool> healthy(static_cast<std::size_t>(n), false);
+  for (int i = 0; i < n; ++i)
+    healthy[static_cast<std::size_t>(i)] =
+        best[static_cast<std::size_t>(i)] && *best[static_cast<std::size_t>(i)] >= level * (1.0 - t.drop);
+  // Each node's figure: its upper-quartile link to the healthy nodes (one
+  // slow or noisy link among them barely moves it; a slow node has no fast
+  // one). It is judged against the links among the healthy nodes: their
+  // median, and their spread (a widely spread fabric hides no 30x outlier
+  // but flags no 2x one).
+  std::vector<std::optional<double>> score(static_cast<std::size_t>(n));
+  std::vector<double> healthy_links;
+  for (int i = 0; i < n; ++i) {
+    if (!best[static_cast<std::size_t>(i)]) continue;
     std::vector<double> links;
     for (int j = 0; j < n; ++j)
-      if (i != j && link(i, j)) links.push_back(*link(i, j));
-    if (links.empty()) continue;
-    node_score[static_cast<std::size_t>(i)] = percentile(links, 0.75);
-    measured_nodes.push_back(i);
+      if (j != i && healthy[static_cast<std::size_t>(j)])
+        if (const std::optional<double> v = figure(m, i, j)) {
+          links.push_back(*v);
+          if (healthy[static_cast<std::size_t>(i)] && i < j) healthy_links.push_back(*v);
+        }
+    score[static_cast<std::size_t>(i)] = links.empty() ? *best[static_cast<std::size_t>(i)] : percentile(links, 0.75);
   }
-  std::set<int> slow_nodes;
-  // Three nodes cannot tell a slow node from two slow links; four can.
-  if (measured_nodes.size() >= 4) {
-    std::vector<double> scores;
-    for (const int i : measured_nodes) scores.push_back(node_score[static_cast<std::size_t>(i)]);
-    const RobustCenter center = robust_center(scores);
-    const double med = center.median;
-    for (const int i : measured_nodes) {
-      const double v = node_score[static_cast<std::size_t>(i)];
-      if (!is_outlier(v, center, thresholds)) continue;
-      slow_nodes.insert(i);
-      Finding f;
-      f.kind = FindingKind::slow_node;
-      f.nodes = {i};
-      f.hosts = {host(i)};
-      f.value_gbs = v;
-      f.reference_gbs = med;
+  if (healthy_links.empty()) return out;
+  const RobustCenter nodes_center = robust_center(healthy_links);
+  out.reference = nodes_center.median;
+  const bool latency = metric == FindingMetric::latency;
+  for (int i = 0; i < n; ++i) {
+    const std::optional<double>& v = score[static_cast<std::size_t>(i)];
+    if (!v || !is_outlier(*v, nodes_center, t)) continue;
+    out.slow_nodes.insert(i);
+    Finding f;
+    f.kind = FindingKind::slow_node;
+    f.metric = metric;
+    f.nodes = {i};
+    f.hosts = {host_of(hosts, i)};
+    const double ref = nodes_center.median;
+    if (latency) {
+      f.value_us = 1.0 / *v;
+      f.reference_us = 1.0 / ref;
       f.message = fmt::format(
-          "slow node {}: its links run at {:.3f} GB/s (upper quartile), {:.0f}% of the {:.3f} GB/s of "
-          "the nodes' median",
-          host(i), v, 100.0 * v / med, med);
-      findings.push_back(f);
+          "slow node {}: its exchanges of the small message take {:.1f} us, {:.1f}x the {:.1f} us of the healthy "
+          "nodes",
+          f.hosts[0], *f.value_us, *f.value_us / *f.reference_us, *f.reference_us);
+    } else {
+      f.value_gbs = *v;
+      f.reference_gbs = ref;
+      f.message =
+          fmt::format("slow node {}: its links run at {:.3f} GB/s, {:.0f}% of the {:.3f} GB/s of the healthy nodes",
+                      f.hosts[0], *v, 100.0 * *v / ref, ref);
     }
+    out.found.push_back(std::move(f));
   }
 
   // Links that touch no slow node.
   std::vector<double> values;
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j)
-      if (link(i, j) && !slow_nodes.contains(i) && !slow_nodes.contains(j)) values.push_back(*link(i, j));
-  if (values.size() < 3) return findings;
-  const RobustCenter center = robust_center(values);
-  const double med = center.median;
+      if (!out.slow_nodes.contains(i) && !out.slow_nodes.contains(j))
+        if (const std::optional<double> v = figure(m, i, j)) values.push_back(*v);
+  if (values.size() < 3) return out;
+  const RobustCenter links_center = robust_center(values);
   for (int i = 0; i < n; ++i) {
     for (int j = i + 1; j < n; ++j) {
-      if (slow_nodes.contains(i) || slow_nodes.contains(j)) continue;
-      const std::optional<double> v = link(i, j);
-      if (!v || !is_outlier(*v, center, thresholds)) continue;
+      if (out.slow_nodes.contains(i) || out.slow_nodes.contains(j)) continue;
+      const std::optional<double> v = figure(m, i, j);
+      if (!v || !is_outlier(*v, links_center, t)) continue;
       Finding f;
       f.kind = FindingKind::slow_link;
+      f.metric = metric;
       f.nodes = {i, j};
-      f.hosts = {host(i), host(j)};
-      f.value_gbs = *v;
-      f.reference_gbs = med;
-      f.message = fmt::format("slow link {} <-> {}: {:.3f} GB/s, {:.0f}% of the {:.3f} GB/s median link", host(i),
-                              host(j), *v, 100.0 * *v / med, med);
-      findings.push_back(f);
+      f.hosts = {host_of(hosts, i), host_of(hosts, j)};
+      const double ref = links_center.median;
+      if (latency) {
+        f.value_us = 1.0 / *v;
+        f.reference_us = 1.0 / ref;
+        f.message =
+            fmt::format("slow link {} <-> {}: the small message takes {:.1f} us, {:.1f}x the {:.1f} us median link",
+                        f.hosts[0], f.hosts[1], *f.value_us, *f.value_us / *f.reference_us, *f.reference_us);
+      } else {
+        f.value_gbs = *v;
+        f.reference_gbs = ref;
+        f.message = fmt::format("slow link {} <-> {}: {:.3f} GB/s, {:.0f}% of the {:.3f} GB/s median link", f.hosts[0],
+                                f.hosts[1], *v, 100.0 * *v / ref, ref);
+      }
+      out.found.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Finding> find_outliers(const PairMatrix& m, const std::vector<std::string>& hosts,
+                                   const OutlierThresholds& thresholds) {
+  MetricFindings by_bandwidth = outliers_by(m, hosts, thresholds, bandwidth_of, FindingMetric::bandwidth);
+  MetricFindings by_latency = outliers_by(m, hosts, thresholds, speed_of, FindingMetric::latency);
+  std::vector<Finding> findings = std::move(by_bandwidth.found);
+  // Latency names what bandwidth did not (a lossy host retransmits: its
+  // small messages wait while large ones may still average out).
+  for (Finding& f : by_latency.found) {
+    const bool known = std::any_of(findings.begin(), findings.end(),
+                                   [&](const Finding& g) { return g.kind == f.kind && g.nodes == f.nodes; }) ||
+                       (f.kind == FindingKind::slow_link &&
+                        (by_bandwidth.slow_nodes.contains(f.nodes[0]) || by_bandwidth.slow_nodes.contains(f.nodes[1])));
+    if (!known) findings.push_back(std::move(f));
+  }
+  // A node with no figure while others have one: its exchanges were cut or
+  // failed, and it is the first to measure again.
+  std::vector<int> measured;
+  for (int i = 0; i < m.size; ++i)
+    for (int j = 0; j < m.size; ++j)
+      if (i != j && (bandwidth_of(m, i, j) || speed_of(m, i, j))) {
+        measured.push_back(i);
+        break;
+      }
+  if (measured.size() >= 2 && static_cast<int>(measured.size()) < m.size) {
+    for (int i = 0; i < m.size; ++i) {
+      if (std::find(measured.begin(), measured.end(), i) != measured.end()) continue;
+      Finding f;
+      f.kind = FindingKind::slow_node;
+      f.metric = FindingMetric::no_figure;
+      f.nodes = {i};
+      f.hosts = {host_of(hosts, i)};
+      // The healthy figures it will be judged against once measured.
+      f.reference_gbs = by_bandwidth.reference.value_or(0.0);
+      if (by_latency.reference) f.reference_us = 1.0 / *by_latency.reference;
+      f.message = fmt::format("no figure for {}: each of its exchanges was cut before it finished", f.hosts[0]);
+      findings.push_back(std::move(f));
     }
   }
   return findings;
+}
+
+bool same_finding(const Finding& a, const Finding& b) { return a.kind == b.kind && a.nodes == b.nodes; }
+
+std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& suspects, int nodes, int partners) {
+  std::set<int> involved;
+  for (const Finding& f : suspects) involved.insert(f.nodes.begin(), f.nodes.end());
+  std::vector<int> healthy;
+  for (int i = 0; i < nodes; ++i)
+    if (!involved.contains(i)) healthy.push_back(i);
+  std::set<std::pair<int, int>> pairs;
+  const auto add = [&pairs](int a, int b) { pairs.insert({std::min(a, b), std::max(a, b)}); };
+  // Each suspect's partners taken in turn from the healthy nodes, so that
+  // the second pass spreads over them rather than leaning on one.
+  std::size_t next = 0;
+  const auto partner = [&]() {
+    const int p = healthy[next % healthy.size()];
+    ++next;
+    return p;
+  };
+  for (const Finding& f : suspects) {
+    if (f.kind == FindingKind::slow_link) {
+      add(f.nodes[0], f.nodes[1]);
+      if (!healthy.empty()) {
+        add(f.nodes[0], partner());
+        add(f.nodes[1], partner());
+      }
+      continue;
+    }
+    const int count = std::min<int>(partners, static_cast<int>(healthy.size()));
+    for (int k = 0; k < count; ++k) add(f.nodes[0], partner());
+  }
+  return {pairs.begin(), pairs.end()};
+}
+
+std::vector<std::vector<int>> pack_rounds(const std::vector<std::pair<int, int>>& pairs, int nodes) {
+  std::vector<std::vector<int>> rounds;
+  std::vector<bool> placed(pairs.size(), false);
+  std::size_t left = pairs.size();
+  while (left > 0) {
+    std::vector<int> partner(static_cast<std::size_t>(nodes), -1);
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+      const auto [a, b] = pairs[k];
+      if (placed[k] || partner[static_cast<std::size_t>(a)] >= 0 || partner[static_cast<std::size_t>(b)] >= 0) continue;
+      partner[static_cast<std::size_t>(a)] = b;
+      partner[static_cast<std::size_t>(b)] = a;
+      placed[k] = true;
+      --left;
+    }
+    rounds.push_back(std::move(partner));
+  }
+  return rounds;
+}
+
+namespace {
+
+// Whether a second-pass exchange is slow again by the suspect's metric and
+// against the first pass's healthy reference; nullopt when it has no figure.
+std::optional<bool> slow_again(const Finding& f, const PairMatrix& second, int a, int b, const OutlierThresholds& t) {
+  const std::optional<double> bw = bandwidth_of(second, a, b);
+  const std::optional<double> speed = speed_of(second, a, b);
+  const bool by_bw = f.metric != FindingMetric::latency;
+  const bool by_lat = f.metric != FindingMetric::bandwidth;
+  std::optional<bool> slow;
+  // A suspect with no figure has no reference of its own: any figure then
+  // counts, and it is judged as soon as it has one.
+  if (by_bw && bw) slow = f.reference_gbs > 0 ? *bw < f.reference_gbs * (1.0 - t.drop) : false;
+  if (by_lat && speed && f.reference_us)
+    slow = slow.value_or(false) || 1.0 / *speed > *f.reference_us / (1.0 - t.drop);
+  else if (by_lat && speed && !slow)
+    slow = false;
+  return slow;
+}
+
+Recheck recheck_of(const PairMatrix& second, const std::vector<std::string>& hosts, int a, int b, bool slow) {
+  Recheck r;
+  r.nodes = {a, b};
+  r.hosts = {host_of(hosts, a), host_of(hosts, b)};
+  r.bandwidth_gbs = bandwidth_of(second, a, b);
+  if (const std::optional<double> speed = speed_of(second, a, b)) r.latency_us = 1.0 / *speed;
+  r.slow = slow;
+  return r;
+}
+
+// "0.012 GB/s, 812.0 us"
+std::string figures_text(const Recheck& r) {
+  std::vector<std::string> figures;
+  if (r.bandwidth_gbs) figures.push_back(fmt::format("{:.3f} GB/s", *r.bandwidth_gbs));
+  if (r.latency_us) figures.push_back(fmt::format("{:.1f} us", *r.latency_us));
+  return fmt::format("{}", fmt::join(figures, ", "));
+}
+
+// "node0 (0.012 GB/s, 812.0 us)": the partner of `other`.
+std::string recheck_text(const Recheck& r, int other) {
+  return fmt::format("{} ({})", r.hosts[r.nodes[0] == other ? 1 : 0], figures_text(r));
+}
+
+std::string rechecks_text(const std::vector<Recheck>& checks, int suspect, bool slow) {
+  std::vector<std::string> parts;
+  for (const Recheck& r : checks)
+    if (r.slow == slow) parts.push_back(recheck_text(r, suspect));
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
+
+}  // namespace
+
+Confirmation confirm_suspects(std::vector<Finding> suspects, const PairMatrix& second,
+                              const std::vector<std::string>& hosts, const OutlierThresholds& t) {
+  Confirmation out;
+  std::set<int> involved;
+  for (const Finding& f : suspects) involved.insert(f.nodes.begin(), f.nodes.end());
+  for (Finding& f : suspects) {
+    f.checks.clear();
+    int slow = 0;
+    int measured = 0;
+    if (f.kind == FindingKind::slow_link) {
+      const int a = f.nodes[0];
+      const int b = f.nodes[1];
+      for (int end : {a, b})
+        for (int p = 0; p < second.size; ++p) {
+          if (p == a || p == b || involved.contains(p)) continue;
+          if (const std::optional<bool> s = slow_again(f, second, end, p, t))
+            f.checks.push_back(recheck_of(second, hosts, end, p, *s));
+        }
+      const std::optional<bool> again = slow_again(f, second, a, b, t);
+      if (again) f.checks.insert(f.checks.begin(), recheck_of(second, hosts, a, b, *again));
+      f.confirmed = again.value_or(false);
+      if (*f.confirmed) {
+        f.message += fmt::format("; confirmed: slow again when measured apart ({})", figures_text(f.checks.front()));
+        out.findings.push_back(std::move(f));
+      } else {
+        f.message = "not confirmed: " + f.message +
+                    (again ? fmt::format("; measured again at {}", figures_text(f.checks.front()))
+                           : std::string("; it could not be measured again"));
+        out.unconfirmed.push_back(std::move(f));
+      }
+      continue;
+    }
+    const int node = f.nodes[0];
+    for (int p = 0; p < second.size; ++p) {
+      if (p == node || involved.contains(p)) continue;
+      const std::optional<bool> s = slow_again(f, second, node, p, t);
+      if (!s) continue;
+      ++measured;
+      slow += *s ? 1 : 0;
+      f.checks.push_back(recheck_of(second, hosts, node, p, *s));
+    }
+    if (measured > 0 && slow * 2 > measured && (slow >= 2 || measured == 1)) {
+      f.confirmed = true;
+      f.message += fmt::format("; confirmed: slow again with {}", rechecks_text(f.checks, node, true));
+      out.findings.push_back(std::move(f));
+    } else if (slow == 1) {
+      // Slow with one partner and not with the others: that link, not the node.
+      const auto it = std::find_if(f.checks.begin(), f.checks.end(), [](const Recheck& r) { return r.slow; });
+      Finding link = f;
+      link.kind = FindingKind::slow_link;
+      link.nodes = {std::min(it->nodes[0], it->nodes[1]), std::max(it->nodes[0], it->nodes[1])};
+      link.hosts = {host_of(hosts, link.nodes[0]), host_of(hosts, link.nodes[1])};
+      if (it->bandwidth_gbs) link.value_gbs = *it->bandwidth_gbs;
+      link.value_us = it->latency_us;
+      link.confirmed = true;
+      link.message = fmt::format(
+          "slow link {} <-> {}: {} was slow with every partner at first, and again with {} "
+          "only; fast again with {}",
+          link.hosts[0], link.hosts[1], host_of(hosts, node), recheck_text(*it, node),
+          rechecks_text(f.checks, node, false));
+      out.findings.push_back(std::move(link));
+    } else {
+      f.confirmed = false;
+      f.message = "not confirmed: " + f.message +
+                  (measured == 0 ? std::string("; no healthy node was left to measure it with")
+                                 : fmt::format("; measured again at healthy figures with {}",
+                                               rechecks_text(f.checks, node, false)));
+      out.unconfirmed.push_back(std::move(f));
+    }
+  }
+  return out;
+}
+
+std::vector<Finding> new_suspects(const std::vector<Finding>& first, const std::vector<Finding>& confirmed) {
+  std::vector<Finding> out;
+  for (const Finding& f : first)
+    if (std::none_of(confirmed.begin(), confirmed.end(), [&f](const Finding& c) { return same_finding(f, c); }))
+      out.push_back(f);
+  return out;
 }
 
 IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<std::string>& hosts, double min_ratio) {
@@ -318,18 +611,6 @@ double halvings_of(int nodes) {
   return std::round(std::exp(log_count));
 }
 
-// One halving's cut, whichever half is called a: the two halves sorted, the
-// one with the lowest node first (with an odd count, the node sitting out
-// is the one in neither).
-std::pair<std::vector<int>, std::vector<int>> cut_of(const HalvingResult& h) {
-  std::vector<int> a = h.half_a;
-  std::vector<int> b = h.half_b;
-  std::sort(a.begin(), a.end());
-  std::sort(b.begin(), b.end());
-  if (b < a) std::swap(a, b);
-  return {a, b};
-}
-
 // "; 3 of 35 possible halvings measured (9%): ...", what the halvings left
 // unseen and how to see it.
 std::string coverage_text(const BisectionResult& b) {
@@ -347,6 +628,24 @@ std::string coverage_text(const BisectionResult& b) {
                      possible, share, fix);
 }
 
+// " (the islands' cut, the node order's and 1 random)": which cuts were tried.
+std::string sources_text(const BisectionResult& b) {
+  int islands = 0;
+  int order = 0;
+  int random = 0;
+  for (const HalvingResult& h : b.halvings) {
+    islands += h.source == "islands" ? 1 : 0;
+    order += h.source == "node order" ? 1 : 0;
+    random += h.source == "random" ? 1 : 0;
+  }
+  std::vector<std::string> parts;
+  if (islands > 0) parts.emplace_back("the latency islands' cut");
+  if (order > 0) parts.emplace_back("the node order's");
+  if (random > 0) parts.push_back(fmt::format("{} random", random));
+  if (parts.empty()) return "";
+  return fmt::format(" ({})", fmt::join(parts, ", "));
+}
+
 }  // namespace
 
 void analyze_bisection(BisectionResult& result, double limit) {
@@ -356,7 +655,7 @@ void analyze_bisection(BisectionResult& result, double limit) {
   result.coverage.reset();
   if (!result.halvings.empty()) {
     std::set<std::pair<std::vector<int>, std::vector<int>>> cuts;
-    for (const HalvingResult& h : result.halvings) cuts.insert(cut_of(h));
+    for (const HalvingResult& h : result.halvings) cuts.insert(cut_of(h.half_a, h.half_b));
     const HalvingResult& first = result.halvings.front();
     const int nodes = result.nodes.value_or(static_cast<int>(first.half_a.size() + first.half_b.size()));
     const double possible = halvings_of(nodes);
@@ -394,19 +693,19 @@ void analyze_bisection(BisectionResult& result, double limit) {
         "the fabric is {:.2f}:1 oversubscribed, not non-blocking: with half the nodes sending to the "
         "other half, the pairs of halving {} moved {:.2f} GB/s together against {:.2f} GB/s alone (limit {:g}:1){}",
         o, worst + 1, w.loaded_gbs, w.isolated_gbs, limit, coverage_text(result));
-  else
+  else if (result.coverage && *result.coverage >= 1)
     result.message = fmt::format(
         "non-blocking within {:g}:1 (worst of {} halving{} {:.2f}:1: {:.2f} GB/s together against "
         "{:.2f} GB/s alone){}",
         limit, result.halvings.size(), result.halvings.size() == 1 ? "" : "s", o, w.loaded_gbs, w.isolated_gbs,
         coverage_text(result));
-}
-
-std::vector<Finding> standing_findings(const PairsResult& matrix, bool cut, const std::optional<HealthResult>& health,
-                                       const OutlierThresholds& thresholds) {
-  const bool whole = static_cast<int>(matrix.rounds.size()) == matrix.rounds_planned && !cut;
-  if (whole || !health) return find_outliers(matrix.nodes, matrix.hosts, thresholds);
-  return health->findings;
+  else
+    // Not every cut measured: what was seen, never more.
+    result.message = fmt::format(
+        "no oversubscription beyond {:g}:1 in the {} halving{} measured{} (worst {:.2f}:1: {:.2f} GB/s together "
+        "against {:.2f} GB/s alone){}",
+        limit, result.halvings.size(), result.halvings.size() == 1 ? "" : "s", sources_text(result), o, w.loaded_gbs,
+        w.isolated_gbs, coverage_text(result));
 }
 
 }  // namespace fabricbench

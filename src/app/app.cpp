@@ -382,6 +382,28 @@ class RunPipeline {
     save(config_, result_, started_, last_);
   }
 
+  [[nodiscard]] OutlierThresholds thresholds() const {
+    return OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop};
+  }
+
+  // The second pass over rank 0's `suspects`: each with healthy partners,
+  // apart from the first pass's load, at `sizes`' pair message sizes; every
+  // rank takes part. The judged suspects on rank 0.
+  Confirmation confirm(const std::vector<Finding>& suspects, const RunConfig& sizes) {
+    std::vector<std::vector<int>> rounds;
+    if (lead_) rounds = pack_rounds(confirmation_pairs(suspects, layout_.nodes), layout_.nodes);
+    rounds = broadcast_rounds(world_, rounds, layout_.nodes);
+    PairMatrix second(layout_.nodes);
+    std::uint64_t wrong = 0;
+    if (!rounds.empty()) {
+      Watchdog::note_phase("confirmation");
+      second = run_pair_checks(sizes, *transport_, world_, layout_, rounds, wrong);
+    }
+    if (!lead_) return {};
+    result_.wrong_total += wrong;
+    return confirm_suspects(suspects, second, layout_.hostnames, thresholds());
+  }
+
   [[nodiscard]] std::vector<Cut>* cuts() { return lead_ && result_.budget ? &result_.budget->cuts : nullptr; }
 
   // The quick pass: one round of small and one of medium messages over
@@ -395,13 +417,17 @@ class RunPipeline {
     quick.iterations.fixed_iters = health_iterations;
     PairsResult matrix =
         run_pairs(quick, *transport_, world_, layout_, PhaseLimit{seconds, cuts()}, PairPass{false, Phase::health});
+    // The suspects, then the second pass that confirms them (every rank).
+    std::vector<Finding> suspects;
+    if (lead_) suspects = find_outliers(matrix.nodes, matrix.hosts, thresholds());
+    Confirmation confirmed = confirm(suspects, quick);
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
     HealthResult health;
     health.bytes = matrix.bytes;
     health.small_bytes = matrix.small_bytes;
-    health.findings = find_outliers(matrix.nodes, matrix.hosts,
-                                    OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
+    health.findings = std::move(confirmed.findings);
+    health.unconfirmed = std::move(confirmed.unconfirmed);
     health.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
     printers_.health(health);
     // Shares are read on rank 0 only, so its budget alone is shortened.
@@ -411,7 +437,7 @@ class RunPipeline {
       result_.budget->shortened_at_s = health.seconds;
       printers_.budget_halved(left);
     }
-    result_.findings = health.findings;  // until the full matrix, if it runs whole, replaces them
+    result_.findings = health.findings;  // confirmed: the full matrix adds to them, never drops one
     result_.health = std::move(health);
   }
 
@@ -568,14 +594,22 @@ class RunPipeline {
 
   void pairs(double seconds) {
     Watchdog::note_phase("pairs");
-    const std::size_t cuts_before = result_.budget ? result_.budget->cuts.size() : 0;
     PairsResult matrix = run_pairs(config_, *transport_, world_, layout_, PhaseLimit{seconds, cuts()});
+    // What the matrix suspects that the health pass did not confirm, then
+    // the second pass over those.
+    std::vector<Finding> suspects;
+    if (lead_) suspects = new_suspects(find_outliers(matrix.nodes, matrix.hosts, thresholds()), result_.findings);
+    Confirmation confirmed = confirm(suspects, config_);
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
-    const bool cut = result_.budget && result_.budget->cuts.size() != cuts_before;
-    result_.findings = standing_findings(matrix, cut, result_.health,
-                                         OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop});
-    printers_.pairs(matrix, result_.findings);
+    for (Finding& f : confirmed.findings)
+      if (std::none_of(result_.findings.begin(), result_.findings.end(),
+                       [&f](const Finding& g) { return same_finding(f, g); }))
+        result_.findings.push_back(std::move(f));
+    result_.unconfirmed = std::move(confirmed.unconfirmed);
+    std::vector<Finding> shown = result_.findings;
+    shown.insert(shown.end(), result_.unconfirmed.begin(), result_.unconfirmed.end());
+    printers_.pairs(matrix, shown);
     if (multi_node()) {
       result_.islands = find_latency_islands(matrix.nodes, matrix.hosts, config_.placement.island_ratio);
       printers_.islands(*result_.islands);
@@ -589,7 +623,14 @@ class RunPipeline {
              fmt::format("{} halvings of the {} nodes, each half sending to the other",
                          config_.placement.bisection_halvings, layout_.nodes),
              unlimited_seconds);
-    BisectionResult b = run_bisection(config_, *transport_, world_, layout_);
+    // Rank 0's latency islands, on every rank: the cut between them comes first.
+    std::vector<int> island_of(static_cast<std::size_t>(layout_.nodes), 0);
+    if (lead_ && result_.islands)
+      for (std::size_t k = 0; k < result_.islands->islands.size(); ++k)
+        for (const int node : result_.islands->islands[k].nodes)
+          if (node >= 0 && node < layout_.nodes) island_of[static_cast<std::size_t>(node)] = static_cast<int>(k);
+    world_.broadcast(std::as_writable_bytes(std::span<int>(island_of)), 0);
+    BisectionResult b = run_bisection(config_, *transport_, world_, layout_, island_of);
     if (!lead_) return;
     analyze_bisection(b, config_.placement.oversubscription_limit);
     result_.wrong_total += b.wrong;

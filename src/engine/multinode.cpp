@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include <fmt/format.h>
 
@@ -111,10 +112,48 @@ int exchange_round(const RunConfig& config, Transport& transport, const Comm& wo
     std::uint64_t wrong = sub && group.rank() == 0 ? m.timing.wrong.value_or(0) : 0;
     world.allreduce_sum(std::span<std::uint64_t>(&wrong, 1));
     wrong_total += wrong;
-    const std::vector<double> times = gather_times(world, m.local_seconds);
+    // Bandwidth from the mean iteration; latency from the fastest, which
+    // contention (ranks sharing cores, a busy neighbour) can only slow.
+    const std::vector<double> times = gather_times(world, bandwidth ? m.local_seconds : m.local_min_seconds);
     if (world.rank() == 0) record(bandwidth, counts.bytes, times);
   }
   return cut;
+}
+
+// One round of node pairs (`pairing`: each node's partner, -1 idle), every
+// rail at once; the pairs' figures into `matrix` on world rank 0. Returns
+// how many measurements the budget cut.
+int node_round(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+               const std::vector<int>& pairing, PairMatrix& matrix, std::uint64_t& wrong, double share_s) {
+  const int n = layout.nodes;
+  const int rpn = uniform_ranks_per_node(layout);
+  const int partner = pairing[static_cast<std::size_t>(layout.node)];
+  const int color = partner < 0 ? -1 : layout.local_rank * n + std::min(layout.node, partner);
+  const int key = partner < 0 ? 0 : (layout.node < partner ? 0 : 1);
+  return exchange_round(
+      config, transport, world, color, key,
+      [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
+        for (int a = 0; a < n; ++a) {
+          const int b = pairing[static_cast<std::size_t>(a)];
+          if (b < 0) continue;
+          double gbs = 0;
+          double us = 0;
+          bool measured = true;
+          for (int l = 0; l < rpn; ++l) {
+            const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
+                                              times[static_cast<std::size_t>(rank_at(layout, b, l))]);
+            measured = measured && t > 0;
+            gbs += t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
+            us += t * 1e6 / rpn;
+          }
+          if (!measured) continue;  // cut by the budget: not measured, not zero
+          if (bandwidth)
+            matrix.bw(a, b) = gbs;
+          else
+            matrix.lat(a, b) = us;
+        }
+      },
+      wrong, share_s);
 }
 
 // A node pair's bandwidth from every rank's time: the sum over rails of the
@@ -270,33 +309,8 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
       continue;
     }
     const std::vector<int> pairing = partners(n, round, order);
-    const int partner = pairing[static_cast<std::size_t>(layout.node)];
-    const int color = partner < 0 ? -1 : layout.local_rank * n + std::min(layout.node, partner);
-    const int key = partner < 0 ? 0 : (layout.node < partner ? 0 : 1);
-    const int cuts = exchange_round(
-        config, transport, world, color, key,
-        [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
-          for (int a = 0; a < n; ++a) {
-            const int b = pairing[static_cast<std::size_t>(a)];
-            if (b < 0) continue;
-            double gbs = 0;
-            double us = 0;
-            bool measured = true;
-            for (int l = 0; l < rpn; ++l) {
-              const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
-                                                times[static_cast<std::size_t>(rank_at(layout, b, l))]);
-              measured = measured && t > 0;
-              gbs += t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
-              us += t * 1e6 / rpn;
-            }
-            if (!measured) continue;  // cut by the budget: not measured, not zero
-            if (bandwidth)
-              result.nodes.bw(a, b) = gbs;
-            else
-              result.nodes.lat(a, b) = us;
-          }
-        },
-        result.wrong, pass.phase == Phase::health ? unlimited_seconds : share);
+    const int cuts = node_round(config, transport, world, layout, pairing, result.nodes, result.wrong,
+                                pass.phase == Phase::health ? unlimited_seconds : share);
     result.rounds.push_back(round);
     cut(fmt::format("node pairs round {}", round), cuts, false);
     last_step_s = step.elapsed_s();
@@ -339,7 +353,36 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
   return result;
 }
 
-BisectionResult run_bisection(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout) {
+PairMatrix run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong) {
+  RunConfig quick = config;
+  quick.iterations.warmup = 1;
+  quick.iterations.fixed_iters = 3;
+  PairMatrix matrix(layout.nodes);
+  for (const std::vector<int>& pairing : rounds)
+    (void)node_round(quick, transport, world, layout, pairing, matrix, wrong, unlimited_seconds);
+  return matrix;
+}
+
+std::vector<std::vector<int>> broadcast_rounds(const Comm& world, const std::vector<std::vector<int>>& rounds,
+                                               int nodes) {
+  std::string bytes;
+  if (world.rank() == 0)
+    for (const std::vector<int>& round : rounds)
+      bytes.append(reinterpret_cast<const char*>(round.data()), round.size() * sizeof(int));
+  bytes = world.broadcast_bytes(std::move(bytes), 0);
+  const std::size_t per_round = static_cast<std::size_t>(nodes) * sizeof(int);
+  std::vector<std::vector<int>> out;
+  for (std::size_t at = 0; per_round > 0 && at + per_round <= bytes.size(); at += per_round) {
+    std::vector<int> round(static_cast<std::size_t>(nodes));
+    std::memcpy(round.data(), bytes.data() + at, per_round);
+    out.push_back(std::move(round));
+  }
+  return out;
+}
+
+BisectionResult run_bisection(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                              const std::vector<int>& island_of) {
   const int rpn = uniform_ranks_per_node(layout);
   const int n = layout.nodes;
   BisectionResult result;
@@ -347,10 +390,11 @@ BisectionResult run_bisection(const RunConfig& config, Transport& transport, con
   result.seed = config.placement.bisection_seed;
   result.ranks_per_node = rpn;
   result.nodes = n;
-  for (const Halving& halving : plan_halvings(n, config.placement.bisection_halvings, result.seed)) {
+  for (const Halving& halving : plan_bisection(n, config.placement.bisection_halvings, result.seed, island_of)) {
     HalvingResult h;
     h.half_a = halving.half_a;
     h.half_b = halving.half_b;
+    h.source = halving.source;
     // The pair index of each node in this halving (-1: sits out).
     std::vector<int> pair_of(static_cast<std::size_t>(n), -1);
     for (std::size_t p = 0; p < halving.half_a.size(); ++p) {

@@ -298,6 +298,8 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   if (config.check) out.timing.wrong = local_wrong;
   out.timing.distribution_from_second_batch = !stamped;
   out.local_seconds = local;
+  // This rank's own samples (before they were averaged over ranks).
+  out.local_min_seconds = samples.empty() ? local : std::min(local, *std::min_element(samples.begin(), samples.end()));
   cost.total_ms = window.elapsed_s() * 1e3;
   cost.agree_ms +=
       cost.total_ms - (cost.fill_ms + cost.check_ms + cost.warmup_ms + cost.timed_ms + cost.samples_ms + cost.agree_ms);

@@ -92,7 +92,8 @@ void print_pairs(const PairsResult& p, const std::vector<Finding>& findings, std
       for (int j = 0; j < p.nodes.size; ++j)
         if (const std::optional<double>& v = p.nodes.lat(i, j); i != j && v) slowest = std::max(slowest, *v);
     const bool ms = slowest >= 1000;
-    out << fmt::format("# Node pairs: latency at {} ({})\n", format_size(p.small_bytes), ms ? "ms" : "us");
+    out << fmt::format("# Node pairs: latency at {} ({}, the fastest exchange)\n", format_size(p.small_bytes),
+                       ms ? "ms" : "us");
     matrix_table(p.nodes, p.hosts, false, out, ms ? 1000 : 1);
   }
   if (p.ranks_per_node > 1) {

@@ -99,7 +99,11 @@ void print_run(const ReportRun& run, std::ostream& out) {
   if (r.scaling) print_ladder(*r.scaling, out);
   if (r.health) print_health(*r.health, out);
   if (r.gpu_ladder) print_gpu_ladder(*r.gpu_ladder, out);
-  if (r.pairs) print_pairs(*r.pairs, r.findings, out);
+  if (r.pairs) {
+    std::vector<Finding> shown = r.findings;
+    shown.insert(shown.end(), r.unconfirmed.begin(), r.unconfirmed.end());
+    print_pairs(*r.pairs, shown, out);
+  }
   if (r.islands) print_islands(*r.islands, out);
   if (r.nccl) print_nccl_usage(*r.nccl, out);
   if (r.bisection) print_bisection(*r.bisection, out);

@@ -10,6 +10,18 @@ namespace fabricbench {
 
 std::string_view name(FindingKind kind) { return kind == FindingKind::slow_node ? "slow_node" : "slow_link"; }
 
+std::string_view name(FindingMetric metric) {
+  switch (metric) {
+    case FindingMetric::latency:
+      return "latency";
+    case FindingMetric::no_figure:
+      return "no_figure";
+    case FindingMetric::bandwidth:
+      break;
+  }
+  return "bandwidth";
+}
+
 std::vector<PairLink> links_of(const PairMatrix& m) {
   std::vector<PairLink> links;
   for_each_link(m, [&links](const PairLink& link) { links.push_back(link); });

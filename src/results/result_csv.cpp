@@ -208,12 +208,19 @@ CsvTable findings_table(const RunResult& r) {
     t.add("hosts", f.hosts);
     t.add("value_gbs", f.value_gbs);
     t.add("reference_gbs", f.reference_gbs);
+    t.add("metric", f.metric);
+    t.add("value_us", f.value_us);
+    t.add("reference_us", f.reference_us);
+    t.add("confirmed", f.confirmed);
     t.add("message", f.message);
     t.end_row();
   };
   for (const Finding& f : r.findings) add("pairs", f);
-  if (r.health)
+  for (const Finding& f : r.unconfirmed) add("pairs", f);
+  if (r.health) {
     for (const Finding& f : r.health->findings) add("health", f);
+    for (const Finding& f : r.health->unconfirmed) add("health", f);
+  }
   return t.take();
 }
 

@@ -62,6 +62,7 @@ ojson document(const RunResult& result, bool streamed) {
   if (result.p2p_sweep) doc["p2p_sweep"] = to_value(*result.p2p_sweep);
   if (result.pairs) doc["pairs"] = pairs_to_json(*result.pairs, streamed);
   if (result.pairs || result.health) doc["findings"] = to_value(result.findings);
+  if (!result.unconfirmed.empty()) doc["unconfirmed"] = to_value(result.unconfirmed);
   if (result.health) doc["health"] = to_value(*result.health);
   if (result.budget) doc["budget"] = to_value(*result.budget);
   if (result.model_parallel) doc["model_parallel"] = to_value(*result.model_parallel);
@@ -95,6 +96,8 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   if (const auto p = doc.find("p2p_sweep"); p != doc.end()) r.p2p_sweep = read<P2PSweepResult>(*p, "p2p_sweep");
   if (const auto p = doc.find("pairs"); p != doc.end()) r.pairs = read<PairsResult>(*p, "pairs");
   if (const auto f = doc.find("findings"); f != doc.end()) r.findings = read<std::vector<Finding>>(*f, "findings");
+  if (const auto f = doc.find("unconfirmed"); f != doc.end())
+    r.unconfirmed = read<std::vector<Finding>>(*f, "unconfirmed");
   if (const auto h = doc.find("health"); h != doc.end()) r.health = read<HealthResult>(*h, "health");
   if (const auto b = doc.find("budget"); b != doc.end()) r.budget = read<BudgetRecord>(*b, "budget");
   if (const auto m = doc.find("model_parallel"); m != doc.end())

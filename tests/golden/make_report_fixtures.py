@@ -117,7 +117,8 @@ def run(hosts, scale, start, link_bw, slow_link=None, h2d=53.0, rate=400.0, dura
         doc["findings"].append({"kind": "slow_link", "nodes": [a, b], "hosts": [hosts[a], hosts[b]],
                                 "value_gbs": link_bw * link_factor, "reference_gbs": link_bw,
                                 "message": f"slow link {hosts[a]} -> {hosts[b]}: {link_bw * link_factor:.1f} GB/s, "
-                                           f"median {link_bw:.1f} GB/s"})
+                                           f"median {link_bw:.1f} GB/s", "metric": "bandwidth",
+                                "confirmed": True})
     nodes = [node(h, h2d, rate) for h in hosts]
     sig = "8x NVIDIA H100 80GB HBM3 | 8x infiniband 400 Gb/s | GPUDirect RDMA ready"
     doc["topology"] = {"nodes": nodes, "groups": [{"signature": sig, "hosts": hosts}], "anomalies": [], "notes": []}

@@ -230,12 +230,16 @@ TEST(MultinodeMpi, BisectionPairsEveryNodeOfEachHalvingAndMeasuresTheFirstPairsA
     EXPECT_FALSE(b.oversubscription);
     return;
   }
-  ASSERT_EQ(b.halvings.size(), 2U);
-  const std::vector<Halving> plan = plan_halvings(world.size(), 2, 5);
+  // The node order's cut, then seeded random ones, no cut twice (2 nodes have one cut).
+  const std::vector<Halving> plan = plan_bisection(world.size(), 2, 5);
+  ASSERT_EQ(b.halvings.size(), world.size() == 2 ? 1U : 2U);
+  ASSERT_EQ(b.halvings.size(), plan.size());
+  EXPECT_EQ(b.halvings[0].source, "node order");
   for (std::size_t k = 0; k < b.halvings.size(); ++k) {
     const HalvingResult& h = b.halvings[k];
     EXPECT_EQ(h.half_a, plan[k].half_a);
     EXPECT_EQ(h.half_b, plan[k].half_b);
+    EXPECT_EQ(h.source, plan[k].source);
     ASSERT_EQ(h.pairs.size(), static_cast<std::size_t>(world.size() / 2));
     double alone = 0;
     double loaded = 0;

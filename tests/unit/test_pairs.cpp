@@ -63,10 +63,13 @@ const std::vector<std::string> hosts{"a", "b", "c", "d", "e", "f"};
 
 TEST(Findings, NothingOnAHealthyNoisyCluster) {
   EXPECT_TRUE(find_outliers(symmetric(6, 10.0), hosts, {}).empty());
-  PairMatrix wide = symmetric(4, 10.0);
+  PairMatrix wide = symmetric(6, 10.0);
   set_pair(wide, 0, 1, 25.0);  // a fast pair is not a finding
   set_pair(wide, 2, 3, 6.0);   // 60% of the median: noise, not a fault
   EXPECT_TRUE(find_outliers(wide, hosts, {}).empty());
+  // (With 4 nodes, two at 25 between them and 10 to the others are what
+  // two slow nodes of 4 look like: up to half the nodes may be slow, so the
+  // faster half is the healthy one.)
 }
 
 TEST(Findings, SlowNodeIsToldApartFromItsLinks) {
@@ -159,29 +162,197 @@ TEST(Outlier, BothConditionsMustHold) {
   EXPECT_TRUE(is_outlier(1e-5, wide, {}));
 }
 
-// The full matrix's findings replace the health pass's only when it ran whole.
-TEST(Findings, TheFullMatrixStandsOnlyWhenItRanWhole) {
-  PairsResult full;
-  full.hosts = {hosts.begin(), hosts.end()};
-  full.nodes = symmetric(6, 10.0);
-  for (int j = 0; j < 6; ++j)
-    if (j != 4) set_pair(full.nodes, 4, j, 0.5);
-  full.rounds_planned = 5;
-  full.rounds = {0, 1, 2, 3, 4};
-  HealthResult health;
-  Finding earlier;
-  earlier.message = "from the health pass";
-  health.findings = {earlier};
+// Three nodes: the node whose two links are slow while the third is not.
+TEST(Findings, ThreeNodesNameTheNodeWhoseTwoLinksAreSlow) {
+  PairMatrix m = symmetric(3, 1.0);
+  set_pair(m, 2, 0, 0.018);
+  set_pair(m, 2, 1, 0.019);
+  const auto f = find_outliers(m, hosts, OutlierThresholds{4.0, 0.8});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].kind, FindingKind::slow_node);
+  EXPECT_EQ(f[0].nodes, std::vector<int>{2});
+  EXPECT_NEAR(f[0].reference_gbs, m.bw(0, 1).value(), 0.2);
+  // One slow link of three: the link.
+  PairMatrix l = symmetric(3, 1.0);
+  set_pair(l, 0, 1, 0.01);
+  const auto g = find_outliers(l, hosts, {});
+  ASSERT_EQ(g.size(), 1U);
+  EXPECT_EQ(g[0].kind, FindingKind::slow_link);
+  EXPECT_EQ(g[0].nodes, (std::vector<int>{0, 1}));
+}
 
-  const auto names_e = [](const std::vector<Finding>& f) { return f.size() == 1 && f[0].hosts[0] == "e"; };
-  EXPECT_TRUE(names_e(standing_findings(full, false, health, {})));
-  EXPECT_TRUE(names_e(standing_findings(full, false, std::nullopt, {})));
-  // Cut by the budget, or fewer rounds than planned: the health pass's stand.
-  EXPECT_EQ(standing_findings(full, true, health, {})[0].message, "from the health pass");
-  full.rounds = {0, 1};
-  EXPECT_EQ(standing_findings(full, false, health, {})[0].message, "from the health pass");
-  // Without a health pass the matrix is all there is.
-  EXPECT_TRUE(names_e(standing_findings(full, true, std::nullopt, {})));
+TEST(Findings, TwoNodesCannotTellANodeFromALink) {
+  PairMatrix m(2);
+  set_pair(m, 0, 1, 0.001);
+  m.lat(0, 1) = 1e6;
+  EXPECT_TRUE(find_outliers(m, hosts, {}).empty());
+}
+
+// Up to half the nodes slow, of different severity.
+TEST(Findings, TwoSlowNodesOfDifferentSeverityAmongFourAndThreeAmongSix) {
+  PairMatrix m = symmetric(4, 1.0);
+  for (const int j : {0, 1, 3}) set_pair(m, 2, j, 0.018);  // 150 Mbit/s
+  for (const int j : {0, 1}) set_pair(m, 3, j, 0.06);      // 500 Mbit/s; 2-3 stays at the slower
+  auto f = find_outliers(m, hosts, OutlierThresholds{4.0, 0.8});
+  ASSERT_EQ(f.size(), 2U);
+  EXPECT_EQ(f[0].nodes, std::vector<int>{2});
+  EXPECT_EQ(f[1].nodes, std::vector<int>{3});
+  EXPECT_EQ(f[1].kind, FindingKind::slow_node);
+
+  PairMatrix six = symmetric(6, 1.0);
+  for (const int slow : {1, 3, 5})
+    for (int j = 0; j < 6; ++j)
+      if (j != slow && (j % 2 == 0 || j < slow)) set_pair(six, slow, j, 0.02 * slow);
+  f = find_outliers(six, hosts, {});
+  ASSERT_EQ(f.size(), 3U);
+  for (std::size_t k = 0; k < 3; ++k) {
+    EXPECT_EQ(f[k].kind, FindingKind::slow_node);
+    EXPECT_EQ(f[k].nodes, std::vector<int>{static_cast<int>(2 * k + 1)});
+  }
+}
+
+// A lossy host: its bandwidth passes, its small messages wait.
+TEST(Findings, LatencyNamesWhatBandwidthDoesNot) {
+  PairMatrix m = symmetric(4, 1.0);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      if (i != j) m.lat(i, j) = 100.0 * (1.0 + 0.1 * ((i + j) % 3));  // up to 1.2x apart
+  for (const int j : {0, 1, 2}) {
+    m.lat(3, j) = 420.0;
+    m.lat(j, 3) = 380.0;  // the fastest direction counts
+  }
+  const auto f = find_outliers(m, hosts, {});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].kind, FindingKind::slow_node);
+  EXPECT_EQ(f[0].metric, FindingMetric::latency);
+  EXPECT_EQ(f[0].nodes, std::vector<int>{3});
+  EXPECT_NEAR(f[0].value_us.value(), 380.0, 1e-9);
+  EXPECT_NE(f[0].message.find("us"), std::string::npos);
+  // Contention's spread (2x between pairs) is not a finding.
+  PairMatrix noisy = symmetric(4, 1.0);
+  for (int i = 0; i < 4; ++i)
+    for (int j = 0; j < 4; ++j)
+      if (i != j) noisy.lat(i, j) = 100.0 * (1.0 + 0.5 * ((i * 3 + j) % 3));
+  EXPECT_TRUE(find_outliers(noisy, hosts, {}).empty());
+}
+
+// A node whose every exchange was cut is a suspect, never absent.
+TEST(Findings, ANodeWithNoFigureIsASuspect) {
+  PairMatrix m = symmetric(4, 1.0);
+  for (int j = 0; j < 4; ++j) {
+    m.bw(1, j).reset();
+    m.bw(j, 1).reset();
+  }
+  const auto f = find_outliers(m, hosts, {});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].metric, FindingMetric::no_figure);
+  EXPECT_EQ(f[0].nodes, std::vector<int>{1});
+  EXPECT_GT(f[0].reference_gbs, 0.9);
+  EXPECT_NE(f[0].message.find("no figure for b"), std::string::npos);
+}
+
+TEST(Confirmation, PairsEachSuspectWithHealthyNodesInRounds) {
+  Finding node;
+  node.nodes = {2};
+  Finding link;
+  link.kind = FindingKind::slow_link;
+  link.nodes = {0, 5};
+  const auto pairs = confirmation_pairs({node, link}, 6);
+  // Node 2 with three healthy nodes (1, 3, 4), link 0-5 again and each end with one.
+  std::set<std::pair<int, int>> want{{0, 5}, {1, 2}, {2, 3}, {2, 4}, {0, 1}, {3, 5}};
+  const std::set<std::pair<int, int>> got(pairs.begin(), pairs.end());
+  EXPECT_EQ(got, want);
+  const auto rounds = pack_rounds(pairs, 6);
+  std::set<std::pair<int, int>> met;
+  for (const std::vector<int>& r : rounds)
+    for (int a = 0; a < 6; ++a) {
+      const int b = r[static_cast<std::size_t>(a)];
+      if (b < 0) continue;
+      EXPECT_EQ(r[static_cast<std::size_t>(b)], a);
+      if (a < b) {
+        EXPECT_TRUE(met.insert({a, b}).second);
+      }
+    }
+  EXPECT_EQ(met, want);
+  // No healthy node left: only a suspect link is measured again.
+  Finding alone;
+  alone.nodes = {0};
+  EXPECT_TRUE(confirmation_pairs({alone}, 1).empty());
+  Finding only_link = link;
+  only_link.nodes = {0, 1};
+  EXPECT_EQ(confirmation_pairs({only_link}, 2), (std::vector<std::pair<int, int>>{{0, 1}}));
+}
+
+Finding suspect_node(int n, double ref) {
+  Finding f;
+  f.nodes = {n};
+  f.hosts = {hosts[static_cast<std::size_t>(n)]};
+  f.value_gbs = ref / 50;
+  f.reference_gbs = ref;
+  f.message = "slow node";
+  return f;
+}
+
+TEST(Confirmation, ConfirmsASlowNodeAndClearsANoisyOne) {
+  PairMatrix second(4);
+  for (const int j : {0, 1}) set_pair(second, 3, j, 0.02);  // node 3 slow again with both
+  set_pair(second, 2, 0, 0.9);                              // node 2 healthy again
+  set_pair(second, 2, 1, 1.1);
+  const Confirmation c = confirm_suspects({suspect_node(3, 1.0), suspect_node(2, 1.0)}, second, hosts, {});
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].nodes, std::vector<int>{3});
+  EXPECT_TRUE(c.findings[0].confirmed.value());
+  EXPECT_EQ(c.findings[0].checks.size(), 2U);
+  EXPECT_NE(c.findings[0].message.find("confirmed: slow again with a (0.020 GB/s), b (0.020 GB/s)"), std::string::npos)
+      << c.findings[0].message;
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
+  EXPECT_FALSE(c.unconfirmed[0].confirmed.value());
+  EXPECT_EQ(c.unconfirmed[0].message.rfind("not confirmed: ", 0), 0U);
+}
+
+TEST(Confirmation, SlowWithOnePartnerOfSeveralIsThatLink) {
+  PairMatrix second(5);
+  set_pair(second, 4, 0, 0.01);
+  set_pair(second, 4, 1, 1.0);
+  set_pair(second, 4, 2, 0.95);
+  const Confirmation c = confirm_suspects({suspect_node(4, 1.0)}, second, hosts, {});
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].kind, FindingKind::slow_link);
+  EXPECT_EQ(c.findings[0].nodes, (std::vector<int>{0, 4}));
+  EXPECT_EQ(c.findings[0].hosts, (std::vector<std::string>{"a", "e"}));
+  EXPECT_TRUE(c.unconfirmed.empty());
+}
+
+TEST(Confirmation, ALinkIsConfirmedWhenSlowAgainAndANodeWithoutPartnersIsNot) {
+  Finding link;
+  link.kind = FindingKind::slow_link;
+  link.nodes = {0, 1};
+  link.hosts = {"a", "b"};
+  link.reference_gbs = 1.0;
+  PairMatrix second(4);
+  set_pair(second, 0, 1, 0.01);
+  set_pair(second, 0, 2, 1.0);
+  set_pair(second, 1, 3, 1.0);
+  Confirmation c = confirm_suspects({link}, second, hosts, {});
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].checks.size(), 3U);
+  EXPECT_TRUE(c.findings[0].checks[0].slow);
+  set_pair(second, 0, 1, 0.9);
+  c = confirm_suspects({link}, second, hosts, {});
+  EXPECT_TRUE(c.findings.empty());
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
+  // Nothing measured: not confirmed, and the message says why.
+  c = confirm_suspects({suspect_node(1, 1.0)}, PairMatrix(2), hosts, {});
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
+  EXPECT_NE(c.unconfirmed[0].message.find("no healthy node was left"), std::string::npos);
+}
+
+TEST(Confirmation, AConfirmedFindingIsNotMeasuredAgain) {
+  const Finding a = suspect_node(1, 1.0);
+  Finding b = suspect_node(2, 1.0);
+  const auto left = new_suspects({a, b}, {a});
+  ASSERT_EQ(left.size(), 1U);
+  EXPECT_EQ(left[0].nodes, std::vector<int>{2});
 }
 
 }  // namespace

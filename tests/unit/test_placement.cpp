@@ -1,6 +1,7 @@
 // Latency islands, the bisection arithmetic and the storage accounting on
 // hand-made inputs.
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <numeric>
@@ -218,7 +219,10 @@ TEST(Bisection, WithinTheLimitIsNonBlockingAndNothingMeasuredHasNoRatio) {
   analyze_bisection(r, 1.25);
   EXPECT_FALSE(r.blocking);
   EXPECT_NEAR(*r.oversubscription, 10.0 / 9.0, 1e-12);
-  EXPECT_NE(r.message.find("non-blocking within 1.25:1"), std::string::npos) << r.message;
+  // Not every cut measured: what was seen, not "non-blocking".
+  EXPECT_NE(r.message.find("no oversubscription beyond 1.25:1 in the 1 halving measured"), std::string::npos)
+      << r.message;
+  EXPECT_EQ(r.message.find("non-blocking"), std::string::npos) << r.message;
 
   BisectionResult empty;
   HalvingResult zero;
@@ -227,6 +231,37 @@ TEST(Bisection, WithinTheLimitIsNonBlockingAndNothingMeasuredHasNoRatio) {
   analyze_bisection(empty, 1.25);
   EXPECT_FALSE(empty.oversubscription);
   EXPECT_FALSE(empty.blocking);
+}
+
+TEST(Bisection, TheIslandsAndTheNodeOrderCutFirstThenRandomNoneTwice) {
+  // Islands {0, 2, 5} and {1, 3, 4}: their cut first, then the node order's.
+  const std::vector<Halving> plan = plan_bisection(6, 5, 7, {0, 1, 0, 1, 1, 0});
+  ASSERT_EQ(plan.size(), 5U);
+  EXPECT_EQ(plan[0].source, "islands");
+  EXPECT_EQ(plan[0].half_a, (std::vector<int>{0, 2, 5}));
+  EXPECT_EQ(plan[0].half_b, (std::vector<int>{1, 3, 4}));
+  EXPECT_EQ(plan[1].source, "node order");
+  EXPECT_EQ(plan[1].half_a, (std::vector<int>{0, 1, 2}));
+  EXPECT_EQ(plan[1].half_b, (std::vector<int>{3, 4, 5}));
+  std::set<std::vector<int>> cuts;
+  for (const Halving& h : plan) {
+    std::vector<int> a = h.half_a;
+    std::vector<int> b = h.half_b;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    EXPECT_TRUE(cuts.insert(std::min(a, b)).second) << "a cut measured twice";
+  }
+  for (std::size_t k = 2; k < plan.size(); ++k) EXPECT_EQ(plan[k].source, "random");
+  // One island, or none known: the node order's cut first. 4 nodes have 3
+  // cuts: asking for 10 measures each once.
+  const std::vector<Halving> four = plan_bisection(4, 10, 1, {0, 0, 0, 0});
+  ASSERT_EQ(four.size(), 3U);
+  EXPECT_EQ(four[0].source, "node order");
+  // The random ones are plan_halvings' draws, a repeat skipped.
+  const std::vector<Halving> draws = plan_halvings(8, 3, 9);
+  const std::vector<Halving> eight = plan_bisection(8, 4, 9);
+  EXPECT_EQ(eight[1].half_a, draws[0].half_a);
+  EXPECT_TRUE(plan_bisection(1, 3, 1).empty());
 }
 
 HalvingResult halving(std::vector<int> a, std::vector<int> b) {
@@ -256,6 +291,7 @@ TEST(Bisection, SaysHowMuchOfTheCutSpaceItsHalvingsSampled) {
   analyze_bisection(r, 1.25);
   EXPECT_EQ(r.coverage, 1.0);
   EXPECT_NE(r.message.find("all 3 possible halvings measured"), std::string::npos) << r.message;
+  EXPECT_EQ(r.message.rfind("non-blocking within 1.25:1", 0), 0U) << r.message;
 
   // 8 nodes: C(8, 4) / 2 = 35. 5 nodes: any one sits out, the other 4
   // split 3 ways: 15. Without the node count (an older file), the halves'.

@@ -142,8 +142,29 @@ RunResult fully_populated() {
   sweep.records.push_back({P2PTest::latency, 8, 1, 4, 2, 0.004, 1000, 0});
   sweep.records.push_back({P2PTest::bibandwidth, 8, 64, 64, 1, 0.016, 1000, std::nullopt});
   r.p2p_sweep = sweep;
-  r.findings.push_back({FindingKind::slow_link, {0, 1}, {"a", "b"}, 10, 20, "slow link a -> b"});
-  r.health = HealthResult{1 << 20, 8, 1.5, r.findings};
+  r.findings.push_back({FindingKind::slow_link,
+                        {0, 1},
+                        {"a", "b"},
+                        10,
+                        20,
+                        "slow link a -> b",
+                        FindingMetric::latency,
+                        400.0,
+                        100.0,
+                        true,
+                        {{{0, 1}, {"a", "b"}, 9.0, 410.0, true}}});
+  r.unconfirmed.push_back({FindingKind::slow_node,
+                           {1},
+                           {"b"},
+                           0,
+                           20,
+                           "not confirmed: no figure for b",
+                           FindingMetric::no_figure,
+                           90.0,
+                           100.0,
+                           false,
+                           {{{1, 0}, {"b", "a"}, 10.0, 95.0, false}}});
+  r.health = HealthResult{1 << 20, 8, 1.5, r.findings, r.unconfirmed};
   r.budget =
       BudgetRecord{60, 1.5, {{Phase::health, 6, 1.5}, {Phase::pairs, 20, 20}}, {{Phase::pairs, "round 1", "skipped"}}};
   ModelParallelResult mp;
@@ -176,6 +197,7 @@ RunResult fully_populated() {
   bisection.ranks_per_node = 1;
   HalvingResult halving;
   halving.half_a = {0};
+  halving.source = "islands";
   halving.half_b = {1};
   halving.pairs.push_back({0, 1, "a", "b", 10.0, 5.0});
   halving.isolated_gbs = 10;

@@ -603,14 +603,16 @@ TEST(Printers, SlowLatenciesReadInMilliseconds) {
   p.nodes.lat(1, 0) = 40.0;
   std::ostringstream slow;
   print_pairs(p, {}, slow);
-  EXPECT_NE(slow.str().find("# Node pairs: latency at 8 B (ms)"), std::string::npos) << slow.str();
+  EXPECT_NE(slow.str().find("# Node pairs: latency at 8 B (ms, the fastest exchange)"), std::string::npos)
+      << slow.str();
   EXPECT_NE(slow.str().find("12.730"), std::string::npos) << slow.str();
   EXPECT_NE(slow.str().find("0.040"), std::string::npos) << slow.str();
   EXPECT_EQ(slow.str().find("e+"), std::string::npos) << slow.str();
   p.nodes.lat(0, 1) = 45.0;
   std::ostringstream fast;
   print_pairs(p, {}, fast);
-  EXPECT_NE(fast.str().find("# Node pairs: latency at 8 B (us)"), std::string::npos) << fast.str();
+  EXPECT_NE(fast.str().find("# Node pairs: latency at 8 B (us, the fastest exchange)"), std::string::npos)
+      << fast.str();
   EXPECT_NE(fast.str().find("45.000"), std::string::npos) << fast.str();
 }
 

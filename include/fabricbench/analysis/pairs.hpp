@@ -31,11 +31,49 @@ struct RobustCenter {
 
 RobustCenter robust_center(const std::vector<double>& values);
 
-// Slow nodes first: a node whose upper-quartile link bandwidth is an outlier
-// among the nodes' (all, or nearly all, its links slow). Then slow links among the links
-// that touch no slow node.
+// The first pass: the suspects a pair matrix names, by bandwidth and by
+// latency (the lower figure of the small message, so contention, which only
+// adds time, is left out), none of them confirmed yet. With two or more
+// slow nodes the median link is no reference: each node's best link is
+// (a slow node has no fast link, a healthy one has one whenever another
+// healthy node exists), so the healthy nodes are those whose best link is
+// near the upper median of the nodes' best links; a node's figure is then
+// its upper-quartile link to the healthy nodes. Slow nodes are those whose
+// figure is an outlier from the links among the healthy nodes (up to half
+// the nodes may be slow; with 3 nodes, the
+// one whose two links are both slow while the third is not); then slow
+// links among the links that touch no slow node. A node with no figure at
+// all while others have one (its exchanges were cut) is a suspect of its
+// own. Two nodes have one link and no reference: nothing is named.
 std::vector<Finding> find_outliers(const PairMatrix& matrix, const std::vector<std::string>& hosts,
                                    const OutlierThresholds& thresholds);
+
+// The second pass: every suspect exchanges again with up to `partners`
+// nodes that no suspect involves (a suspect link: the link again, and each
+// end with a healthy node), none of them in the first pass's load. The
+// pairs to measure, each once, lowest node first.
+std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& suspects, int nodes, int partners = 3);
+
+// The pairs in rounds in which every node takes part once at most: each
+// round is every node's partner (-1: idle), as engine/pairs.hpp's partners()
+// gives them.
+std::vector<std::vector<int>> pack_rounds(const std::vector<std::pair<int, int>>& pairs, int nodes);
+
+struct Confirmation {
+  std::vector<Finding> findings;     // confirmed (a node slow with one partner only becomes that link)
+  std::vector<Finding> unconfirmed;  // measured healthy again, or with no healthy partner to measure with
+};
+
+// Judges each suspect by the second pass's matrix against the first pass's
+// healthy reference: a node slow again with most of its partners (two at
+// least, or its only one) is confirmed; slow with one of several, that link
+// is; slow with none, it is not confirmed. A suspect link is confirmed when
+// it is slow again. The messages say with whom and at what figures.
+Confirmation confirm_suspects(std::vector<Finding> suspects, const PairMatrix& second,
+                              const std::vector<std::string>& hosts, const OutlierThresholds& thresholds);
+
+// The same finding, of the same kind, on the same nodes.
+bool same_finding(const Finding& a, const Finding& b);
 
 bool is_outlier(double value, const RobustCenter& center, const OutlierThresholds& thresholds);
 
@@ -62,12 +100,8 @@ IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<s
 // all, how to measure more.
 void analyze_bisection(BisectionResult& result, double limit);
 
-// The findings that stand once the full matrix ran: its own when it ran
-// whole (every planned round, nothing cut by the budget, `cut` false) or no
-// health pass ran; else the health pass's, since a matrix the budget cut
-// short names nodes from fewer links than the health pass saw (a slow host's
-// links are the first to be cut).
-std::vector<Finding> standing_findings(const PairsResult& matrix, bool cut, const std::optional<HealthResult>& health,
-                                       const OutlierThresholds& thresholds);
+// The suspects of `first` that `confirmed` does not already hold (a node or
+// link one pass confirmed is not measured again).
+std::vector<Finding> new_suspects(const std::vector<Finding>& first, const std::vector<Finding>& confirmed);
 
 }  // namespace fabricbench

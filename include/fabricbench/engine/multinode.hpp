@@ -57,10 +57,24 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
 PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
                       const PhaseLimit& limit = {}, const PairPass& pass = {});
 
-// The bisection test (engine/placement.hpp): for each seeded halving, every
+// The second pass over node pairs: `rounds` (each every node's partner, -1
+// idle; the same on every rank) measured at the matrix's sizes with the
+// health pass's short fixed counts. The matrix of what they measured is
+// complete on world rank 0.
+PairMatrix run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong);
+
+// World rank 0's rounds on every rank.
+std::vector<std::vector<int>> broadcast_rounds(const Comm& world, const std::vector<std::vector<int>>& rounds,
+                                               int nodes);
+
+// The bisection test (engine/placement.hpp): for each planned halving
+// (plan_bisection, with each node's latency island when known: the same on
+// every rank), every
 // pair of the halving exchanges at once (send/recv in both directions at
 // --pair-bytes, every rail), then its first pairs alone. Split and measured
 // like the pair matrix, so it runs on any transport with split().
-BisectionResult run_bisection(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout);
+BisectionResult run_bisection(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                              const std::vector<int>& island_of = {});
 
 }  // namespace fabricbench

@@ -24,11 +24,12 @@ int choose_iterations(const IterationPolicy& policy, double warmup_seconds_per_i
 struct Measurement {
   Timing timing;
   double local_seconds = 0;
-  double per_iteration_s = 0;  // the warm-up's estimate, the slowest rank's
-  double setup_s = 0;          // on the group's rank 0: the check and warm-up, before the first batch
-  bool cut = false;            // fewer iterations than asked, to keep within `share_s`
-  bool skipped = false;        // not even one iteration fitted: no timing
-  PointCost cost;              // where its time went (this rank's clock)
+  double local_min_seconds = 0;  // this rank's fastest timed iteration (latency under contention)
+  double per_iteration_s = 0;    // the warm-up's estimate, the slowest rank's
+  double setup_s = 0;            // on the group's rank 0: the check and warm-up, before the first batch
+  bool cut = false;              // fewer iterations than asked, to keep within `share_s`
+  bool skipped = false;          // not even one iteration fitted: no timing
+  PointCost cost;                // where its time went (this rank's clock)
 };
 
 // Measures `spec` on every member of `comm` (the transport's group): the data check when enabled (its checked

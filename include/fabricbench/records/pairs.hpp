@@ -103,16 +103,39 @@ void check_matrix_sizes(std::size_t nodes, std::size_t intra_nodes, int ranks_pe
 
 enum class FindingKind { slow_node, slow_link };
 
+// What named a suspect: its bandwidth, its latency (the small message's
+// fastest exchange), or no figure at all (its exchanges were cut): a node
+// with no figure is suspect, never absent.
+enum class FindingMetric { bandwidth, latency, no_figure };
+
+// One exchange of the second pass: the suspect with another partner (or a
+// suspect link again), measured apart from the first pass's load.
+struct Recheck {
+  std::vector<int> nodes;  // the two ends
+  std::vector<std::string> hosts;
+  std::optional<double> bandwidth_gbs;
+  std::optional<double> latency_us;
+  bool slow = false;  // past the threshold again
+};
+
 struct Finding {
   FindingKind kind = FindingKind::slow_node;
   std::vector<int> nodes;  // the node, or the link's two ends (from, to)
   std::vector<std::string> hosts;
-  double value_gbs = 0;      // the node's median link, or the link's bandwidth
-  double reference_gbs = 0;  // the median it is compared with
+  double value_gbs = 0;      // the node's typical link to healthy nodes, or the link's bandwidth (0: none)
+  double reference_gbs = 0;  // the healthy median it is compared with
   std::string message;
+  FindingMetric metric = FindingMetric::bandwidth;
+  std::optional<double> value_us;      // latency: the node's or the link's
+  std::optional<double> reference_us;  // latency: the healthy median
+  // The second pass: whether it confirmed the suspect (absent in files from
+  // before there was one), and what it measured.
+  std::optional<bool> confirmed;
+  std::vector<Recheck> checks;
 };
 
 std::string_view name(FindingKind kind);
+std::string_view name(FindingMetric metric);
 
 // ---- field lists (core/field_list.hpp) ------------------------------------
 
@@ -120,6 +143,22 @@ inline std::optional<FindingKind> from_name(std::string_view text, fields::tag<F
   for (const FindingKind k : {FindingKind::slow_node, FindingKind::slow_link})
     if (text == name(k)) return k;
   return std::nullopt;
+}
+
+inline std::optional<FindingMetric> from_name(std::string_view text, fields::tag<FindingMetric>) {
+  for (const FindingMetric m : {FindingMetric::bandwidth, FindingMetric::latency, FindingMetric::no_figure})
+    if (text == name(m)) return m;
+  return std::nullopt;
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, Recheck>
+void fields_of(Self& r, Field&& field) {
+  field("nodes", r.nodes);
+  field("hosts", r.hosts);
+  field("bandwidth_gbs", r.bandwidth_gbs);
+  field("latency_us", r.latency_us);
+  field("slow", r.slow);
 }
 
 template <class Self, class Field>
@@ -183,6 +222,16 @@ void fields_of(Self& f, Field&& field) {
   field("value_gbs", f.value_gbs);
   field("reference_gbs", f.reference_gbs);
   field("message", f.message);
+  // Absent in files from before latency and missing figures named suspects.
+  field("metric", fields::converted(
+                      f.metric, [](FindingMetric m) { return std::optional<FindingMetric>(m); },
+                      [](const std::optional<FindingMetric>& m, auto& out, const std::string&) {
+                        out = m.value_or(FindingMetric::bandwidth);
+                      }));
+  field("value_us", fields::omitted(f.value_us));
+  field("reference_us", fields::omitted(f.reference_us));
+  field("confirmed", fields::omitted(f.confirmed));
+  field("checks", fields::omitted(f.checks));
 }
 
 }  // namespace fabricbench

@@ -2,10 +2,12 @@
 // Placement records: latency islands found in the pair matrix, and the
 // bisection halvings with what each measured.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fabricbench/core/field_list.hpp"
@@ -36,7 +38,21 @@ struct IslandsResult {
 struct Halving {
   std::vector<int> half_a;
   std::vector<int> half_b;  // half_b[i] exchanges with half_a[i]
+  // Why this cut: "islands" (the latency islands apart), "node order" (the
+  // first half of the nodes against the second: racks are usually
+  // contiguous in host-name order) or "random".
+  std::string source = "random";
 };
+
+// A halving's cut, whichever half is called a: both halves sorted, the one
+// with the lowest node first (with an odd count, the node sitting out is the
+// one in neither).
+inline std::pair<std::vector<int>, std::vector<int>> cut_of(std::vector<int> a, std::vector<int> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  if (b < a) std::swap(a, b);
+  return {std::move(a), std::move(b)};
+}
 
 struct BisectionPair {
   int a = 0;
@@ -52,6 +68,7 @@ struct BisectionPair {
 struct HalvingResult {
   std::vector<int> half_a;
   std::vector<int> half_b;
+  std::string source;  // as Halving's; empty in files from before it
   std::vector<BisectionPair> pairs;
   double isolated_gbs = 0;                 // sum over the pairs measured alone
   double loaded_gbs = 0;                   // sum over the same pairs under load
@@ -113,6 +130,7 @@ requires std::same_as<std::remove_const_t<Self>, HalvingResult>
 void fields_of(Self& h, Field&& field) {
   field("half_a", h.half_a);
   field("half_b", h.half_b);
+  field("source", fields::omitted(h.source));
   field("pairs", h.pairs);
   field("isolated_gbs", h.isolated_gbs);
   field("loaded_gbs", h.loaded_gbs);

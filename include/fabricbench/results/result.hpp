@@ -69,10 +69,11 @@ struct RunInfo {
 // The quick pass over node pairs before the sweep (`run` on several nodes):
 // what it named and how soon, kept even when the budget cuts the full matrix.
 struct HealthResult {
-  std::size_t bytes = 0;        // the medium message
-  std::size_t small_bytes = 0;  // the small one
-  double seconds = 0;           // from the run's start to this verdict
-  std::vector<Finding> findings;
+  std::size_t bytes = 0;             // the medium message
+  std::size_t small_bytes = 0;       // the small one
+  double seconds = 0;                // from the run's start to this verdict
+  std::vector<Finding> findings;     // confirmed by the second pass
+  std::vector<Finding> unconfirmed;  // suspects the second pass did not confirm
 };
 
 struct RunResult {
@@ -84,7 +85,8 @@ struct RunResult {
   std::optional<GpuLadderResult> gpu_ladder;  // the GPU-count ladder inside each node, when it ran
   std::optional<PairsResult> pairs;           // the pair matrix, when it ran
   std::optional<P2PSweepResult> p2p_sweep;    // p2p --sweep: the OSU tests between two ranks
-  std::vector<Finding> findings;              // slow nodes and links from the pair matrix
+  std::vector<Finding> findings;              // slow nodes and links, each confirmed by a second pass
+  std::vector<Finding> unconfirmed;           // suspects a second pass measured healthy (or could not measure)
   std::optional<ClusterTopology> topology;    // the topology probe, when it ran
   std::optional<HealthResult> health;         // the quick pass, when it ran
   std::optional<BudgetRecord> budget;         // with --budget: the shares and what was cut
@@ -162,6 +164,7 @@ void fields_of(Self& h, Field&& field) {
   field("small_bytes", h.small_bytes);
   field("seconds", h.seconds);
   field("findings", h.findings);
+  field("unconfirmed", fields::omitted(h.unconfirmed));
 }
 
 template <class Self, class Field>
