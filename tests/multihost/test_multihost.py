@@ -205,7 +205,8 @@ class MultiHost(TestBedCase):
     # whatever is confirmed involves the lossy host.
     def test_packet_loss_never_gets_a_healthy_host_or_link_accused(self):
         testbed("loss", "node2", "5")
-        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", "--bisection-halvings", "0", *COMMON)
+        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", "--bisection-halvings", "0", *FINDINGS,
+                                *COMMON)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
         for f in doc["findings"]:
