@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/analysis/pairs.hpp"
 #include "fabricbench/core/sizes.hpp"
 #include "fabricbench/core/text.hpp"
 
@@ -97,7 +98,13 @@ std::string bad_nodes_text(const ReportRun& run) {
   if (r.run.nodes < 2) return "one node: no node pair to compare";
   if (!r.pairs) return "not measured: the node-pair matrix did not run (fabricbench run or p2p on the nodes)";
   const std::size_t n = r.pairs->hosts.size();
-  return fmt::format("none: every node and link of the {} node pairs stands with the others", n * (n - 1) / 2);
+  if (n == 2) return std::string(two_nodes_text);
+  std::string text =
+      fmt::format("none: every node and link of the {} node pairs stands with the others", n * (n - 1) / 2);
+  if (!r.unconfirmed.empty())
+    text += fmt::format(" ({} suspect{} of the first pass not confirmed by the second)", r.unconfirmed.size(),
+                        r.unconfirmed.size() == 1 ? "" : "s");
+  return text;
 }
 
 std::string cost_text(const ReportRun& run) {

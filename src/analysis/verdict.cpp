@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fabricbench/analysis/causes.hpp"
+#include "fabricbench/analysis/pairs.hpp"
 #include "fabricbench/core/bounded_json.hpp"
 #include "fabricbench/core/error.hpp"
 #include "fabricbench/core/sizes.hpp"
@@ -626,6 +627,9 @@ std::vector<Verdict> health_verdicts(const RunResult& result) {
   // Slow nodes and links, what NCCL used, the topology's anomalies: each
   // with its cause and fix, worst first.
   for (const Cause& c : find_causes(result)) out.push_back(verdict_of(c));
+  // Two nodes: a matrix of one link names nothing, and says so.
+  if (result.pairs && result.pairs->hosts.size() == 2 && result.findings.empty())
+    out.push_back(make_verdict(Level::info, VerdictKind::finding, "node pairs", std::string(two_nodes_text)));
   // Placement and storage: the islands and the storage figures inform; an
   // oversubscribed bisection and files left behind warn.
   if (result.islands && result.islands->islands.size() > 1)

@@ -902,6 +902,12 @@ void write_report_html(const Report& report, std::ostream& out) {
       } else if (run.result.pairs->nodes.size > 1) {
         out << "<p class=\"findings muted\">No finding: no node or link stands out.</p>\n";
       }
+      // Suspects the second pass cleared: shown, never as findings.
+      if (!run.result.unconfirmed.empty()) {
+        out << "<ul class=\"findings muted\">\n";
+        for (const Finding& f : run.result.unconfirmed) out << "<li>" << esc(f.message) << "</li>\n";
+        out << "</ul>\n";
+      }
     }
     out << "</section>\n";
   }

@@ -3,10 +3,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "fabricbench/analysis/headline.hpp"
 #include "fabricbench/analysis/ladders.hpp"
+#include "fabricbench/analysis/pairs.hpp"
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/core/text.hpp"
 
@@ -170,11 +172,35 @@ TEST(Headline, AHealthyMatrixAndNoPriceSayTheirAnswer) {
   PairsResult p;
   p.hosts = {"node0", "node1"};
   r.pairs = p;
-  const auto lines = headline(judged(r));
-  EXPECT_EQ(line(lines, "bad nodes"), "none: every node and link of the 1 node pairs stands with the others");
+  ReportRun two = judged(r);
+  const auto lines = headline(two);
+  // Two nodes have one link: nothing is named, and the line says why.
+  EXPECT_EQ(line(lines, "bad nodes"), two_nodes_text);
+  EXPECT_TRUE(std::any_of(two.verdicts.begin(), two.verdicts.end(), [](const Verdict& v) {
+    return v.level == Level::info && v.subject == "node pairs" && v.reason == two_nodes_text;
+  }));
   EXPECT_EQ(line(lines, "cost"), "no price given (--price-per-gpu-hour or --price-per-node-hour, --currency)");
   EXPECT_EQ(line(lines, "not measured"), "nothing: every planned point was measured");
   EXPECT_NE(line(lines, "scaling").find("not measured: the scaling ladder did not run"), std::string::npos);
+  // Three nodes, one suspect the second pass cleared: none named, the suspect counted.
+  RunResult three = run_of(3, 3);
+  p.hosts = {"node0", "node1", "node2"};
+  three.pairs = p;
+  Finding cleared;
+  cleared.nodes = {1};
+  cleared.hosts = {"node1"};
+  cleared.confirmed = false;
+  cleared.message = "not confirmed: slow node node1";
+  three.unconfirmed = {cleared};
+  ReportRun judged_three = judged(three);
+  EXPECT_EQ(line(headline(judged_three), "bad nodes"),
+            "none: every node and link of the 3 node pairs stands with the others (1 suspect of the first pass not "
+            "confirmed by the second)");
+  const auto info = std::find_if(judged_three.verdicts.begin(), judged_three.verdicts.end(),
+                                 [](const Verdict& v) { return v.cause_kind == "not_confirmed"; });
+  ASSERT_NE(info, judged_three.verdicts.end());
+  EXPECT_EQ(info->level, Level::info);
+  EXPECT_EQ(info->reason, "not confirmed: slow node node1");
 }
 
 TEST(Money, PlainNumbersWithTheCurrency) {

@@ -572,6 +572,28 @@ TEST(Report, HtmlEscapesText) {
   EXPECT_NE(html.str().find("a&lt;b&gt;.json"), std::string::npos);
 }
 
+// A suspect the second pass cleared is listed apart from the findings (and
+// escaped like them), and the text report prints it under the matrix.
+TEST(Report, UnconfirmedSuspectsAreShownApartFromFindings) {
+  RunResult r = read_result_file(golden_path("run_slow.json"));
+  Finding cleared;
+  cleared.nodes = {1};
+  cleared.hosts = {"mu-y"};
+  cleared.confirmed = false;
+  cleared.message = "not confirmed: slow node mu-y <1>";
+  r.unconfirmed = {cleared};
+  std::vector<ReportRun> runs{{"slow.json", r, {}, Level::ok, {}}};
+  const Report report = build_report(std::move(runs), {}, builtin_expectations());
+  std::ostringstream html;
+  std::ostringstream text;
+  write_report_html(report, html);
+  print_report(report, text);
+  EXPECT_NE(html.str().find("<ul class=\"findings muted\">\n<li>not confirmed: slow node mu-y &lt;1&gt;</li>"),
+            std::string::npos);
+  EXPECT_NE(text.str().find("#   not confirmed: slow node mu-y <1>"), std::string::npos);
+  EXPECT_NE(text.str().find("INFO finding   mu-y: not confirmed: slow node mu-y <1>"), std::string::npos) << text.str();
+}
+
 TEST(Report, HtmlDrawsAHugeFigureWithFiniteCoordinates) {
   RunResult r = read_result_file(golden_path("result.json"));
   for (SweepRecord& record : r.records)

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "fabricbench/records/pairs.hpp"
@@ -47,6 +48,11 @@ RobustCenter robust_center(const std::vector<double>& values);
 // own. Two nodes have one link and no reference: nothing is named.
 std::vector<Finding> find_outliers(const PairMatrix& matrix, const std::vector<std::string>& hosts,
                                    const OutlierThresholds& thresholds);
+
+// What two nodes' matrix cannot tell, said wherever its findings would be.
+inline constexpr std::string_view two_nodes_text =
+    "not judged: 2 nodes have one link, which tells neither a slow node from a slow link nor slow from normal; a "
+    "third node tells them apart (or compare the pair's figure with the reference)";
 
 // The second pass: every suspect exchanges again with up to `partners`
 // nodes that no suspect involves (a suspect link: the link again, and each
