@@ -301,10 +301,10 @@ std::vector<Finding> find_outliers(const PairMatrix& m, const std::vector<std::s
   // Latency names what bandwidth did not (a lossy host retransmits: its
   // small messages wait while large ones may still average out).
   for (Finding& f : by_latency.found) {
-    const bool known = std::any_of(findings.begin(), findings.end(),
-                                   [&](const Finding& g) { return g.kind == f.kind && g.nodes == f.nodes; }) ||
-                       (f.kind == FindingKind::slow_link &&
-                        (by_bandwidth.slow_nodes.contains(f.nodes[0]) || by_bandwidth.slow_nodes.contains(f.nodes[1])));
+    const bool known =
+        std::any_of(findings.begin(), findings.end(), [&](const Finding& g) { return same_finding(f, g); }) ||
+        (f.kind == FindingKind::slow_link &&
+         (by_bandwidth.slow_nodes.contains(f.nodes[0]) || by_bandwidth.slow_nodes.contains(f.nodes[1])));
     if (!known) findings.push_back(std::move(f));
   }
   // A node with no figure while others have one: its exchanges were cut or

@@ -602,10 +602,7 @@ class RunPipeline {
     Confirmation confirmed = confirm(suspects, config_);
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
-    for (Finding& f : confirmed.findings)
-      if (std::none_of(result_.findings.begin(), result_.findings.end(),
-                       [&f](const Finding& g) { return same_finding(f, g); }))
-        result_.findings.push_back(std::move(f));
+    for (Finding& f : new_suspects(confirmed.findings, result_.findings)) result_.findings.push_back(std::move(f));
     result_.unconfirmed = std::move(confirmed.unconfirmed);
     std::vector<Finding> shown = result_.findings;
     shown.insert(shown.end(), result_.unconfirmed.begin(), result_.unconfirmed.end());
