@@ -21,6 +21,7 @@ Needs root; exits 77 (skipped) without it.
 import argparse
 import json
 import os
+import re
 import signal
 import statistics
 import subprocess
@@ -365,7 +366,12 @@ class MultiHost(TestBedCase):
         self.assertEqual(doc["budget"]["seconds"], self.SMOKE_BUDGET_S)
         self.assertEqual(doc["findings"], [])
         self.assertEqual(doc["health"]["findings"], [])
-        self.assertNotRegex(proc.stdout, r"slow (node|link) node\d")
+        # Nothing accused: a suspect the second pass cleared may be printed,
+        # only ever as "not confirmed" (INFO), and it is never a finding.
+        named = [l for l in proc.stdout.splitlines() if re.search(r"slow (node|link) node\d", l)]
+        self.assertTrue(all("not confirmed: " in l for l in named), named)
+        if named:
+            self.assertTrue(doc.get("unconfirmed") or doc["health"].get("unconfirmed"), named)
         cuts = doc["budget"]["cuts"]
         self.assertTrue(all(c["reason"] == "budget" for c in cuts))
         cut_records = [r for r in doc["records"] if "cut" in r]
