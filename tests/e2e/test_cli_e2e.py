@@ -32,6 +32,13 @@ def validate(test, path):
     test.assertEqual(proc.returncode, 0, f"{path} does not validate: {proc.stderr}")
 
 
+# `run`'s GPU-count ladder and pair matrix at 64 KiB instead of their
+# defaults (256 MiB and 64 MiB). The runs that pass it check what each phase
+# writes or prints, never a bandwidth at a size; the large copies were most of
+# each run's time (the more so under the sanitizers).
+SMALL_PHASES = ["--scale-bytes", "64K", "--pair-bytes", "64K"]
+
+
 def factor(op, n):
     if op == "allreduce":
         return 2.0 * (n - 1) / n
@@ -91,7 +98,7 @@ class Sweep(unittest.TestCase):
                 self.assertTrue(row["skipped"])
 
     def test_run_csv_writes_each_section_beside_the_records(self):
-        proc = mpirun(2, "run", "--sizes", "1K", "--csv", self.csv, "--label", "lab", "-q")
+        proc = mpirun(2, "run", "--sizes", "1K", *SMALL_PHASES, "--csv", self.csv, "--label", "lab", "-q")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         # Two ranks on one node: the GPU-count ladder and the pairs within the node ran.
         for section in ("gpu_ladder", "pairs"):
@@ -186,8 +193,8 @@ class Verdicts(unittest.TestCase):
         return out
 
     def test_the_file_s_verdicts_are_what_report_prints_worst_first(self):
-        proc = mpirun(2, "run", "--sizes", "1K,64K", "--iters", "2", "--warmup", "1", "--json", self.json,
-                      "--expect", "allreduce.busbw>=1000000")
+        proc = mpirun(2, "run", "--sizes", "1K,64K", "--iters", "2", "--warmup", "1", *SMALL_PHASES, "--json",
+                      self.json, "--expect", "allreduce.busbw>=1000000")
         self.assertEqual(proc.returncode, 3, proc.stderr)
         validate(self, self.json)
         with open(self.json, encoding="utf-8") as f:
@@ -248,10 +255,11 @@ class Progress(unittest.TestCase):
     def test_run_prints_a_line_per_phase_on_stderr_under_mpirun(self):
         # stderr is a pipe here, as under a launcher: one line per phase as it
         # starts, numbered, with its share of the default budget, then the
-        # whole run's time; stdout holds none of it. -q silences them.
+        # whole run's time; stdout holds none of it. -q silences them. The
+        # ladder and the pairs are small: the lines name their phases only.
         with tempfile.TemporaryDirectory() as d:
             path = os.path.join(d, "r.json")
-            proc = mpirun(2, "run", "--transport", "mpi", "--sizes", "1K,64K", "--json", path)
+            proc = mpirun(2, "run", "--transport", "mpi", "--sizes", "1K,64K", *SMALL_PHASES, "--json", path)
             self.assertEqual(proc.returncode, 0, proc.stderr)
             lines = proc.stderr.splitlines()
             phases = [l for l in lines if re.match(r"^fabricbench: \[\d+/\d+\] ", l)]
@@ -264,12 +272,13 @@ class Progress(unittest.TestCase):
             self.assertNotIn("fabricbench: [", proc.stdout)
             with open(path, encoding="utf-8") as f:
                 self.assertEqual(json.load(f)["budget"]["seconds"], 600)  # the default budget
-            quiet = mpirun(2, "run", "--transport", "mpi", "--sizes", "1K", "-q", "--budget", "none", "--json", path)
+            quiet = mpirun(2, "run", "--transport", "mpi", "--sizes", "1K", *SMALL_PHASES, "-q", "--budget", "none",
+                           "--json", path)
             self.assertEqual(quiet.returncode, 0, quiet.stderr)
             self.assertEqual(quiet.stderr, "")
             with open(path, encoding="utf-8") as f:
                 self.assertNotIn("budget", json.load(f))  # --budget none: no bound
-            unbounded = mpirun(2, "run", "--transport", "mpi", "--sizes", "1K", "--budget", "none")
+            unbounded = mpirun(2, "run", "--transport", "mpi", "--sizes", "1K", *SMALL_PHASES, "--budget", "none")
             self.assertIn("; no --budget: as long as it takes;", unbounded.stderr)
 
 
@@ -507,7 +516,7 @@ class ModelParallel(unittest.TestCase):
 
     def test_run_tp4_one_group_of_all_four(self):
         proc = mpirun(4, "run", "--tp", "4", *self.MODEL, *self.QUICK, "--sizes", "64K", "--ops", "allreduce",
-                      "--pair-bytes", "64K", "--no-measure", "--json", self.json)
+                      *SMALL_PHASES, "--no-measure", "--json", self.json)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         self.assertIn("# Projected model-parallel training: tp 4 x pp 1 x dp 1 on 4 ranks", proc.stdout)
         self.assertIn("on 1 group of 4 ranks", proc.stdout)

@@ -260,6 +260,15 @@ def children(pid):
     return out
 
 
+def ended(pid):
+    """Whether process `pid` has exited: a zombie not yet reaped, or gone."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="utf-8") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
 def rank_pid(launcher, rank):
     """The pid of world rank `rank` among the launcher's children."""
     deadline = time.time() + 30
@@ -469,7 +478,10 @@ class Deadlines(unittest.TestCase):
         # stop, not "rank 0 waited". (mpirun ends a job with SIGCONT, SIGTERM
         # and SIGKILL odls_base_sigkill_timeout seconds apart, and a rank
         # continued by its SIGCONT may not run before the SIGKILL: 30 s apart
-        # here, and the test continues rank 0 once the others have ended.)
+        # here, and the test continues rank 0 once the others have ended.
+        # Rank 0 alone writes the file, so the file is final once rank 0 has
+        # ended; mpirun then only sleeps through the rest of those steps, a
+        # minute, before it exits: the test ends it there instead.)
         sweep = ["sweep", "--transport", "mpi", "--ops", "allreduce", "-b", "1K", "-e", "64K", "--min-time-ms", "300",
                  "--json", self.json, "--timeout", "4"]
         proc = subprocess.Popen([ARGS.mpirun, "--allow-run-as-root", "--oversubscribe", "--bind-to", "none", "-q",
@@ -481,17 +493,24 @@ class Deadlines(unittest.TestCase):
         os.kill(stopped, signal.SIGSTOP)
         try:
             deadline = time.time() + 60
-            while time.time() < deadline and any(os.path.exists(f"/proc/{pid}/stat") and
-                                                 open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()[0] != "Z"
-                                                 for pid in others):
+            while time.time() < deadline and not all(ended(pid) for pid in others):
                 time.sleep(0.1)
             os.kill(stopped, signal.SIGCONT)
-            err, status = self.finish(proc, 120)
+            deadline = time.time() + 120  # a hang, not a slow end, fails this
+            while time.time() < deadline and not ended(stopped):
+                time.sleep(0.1)
+            rank_0_ended = ended(stopped)
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            self.assertTrue(rank_0_ended, "rank 0 did not end within 120 s of its SIGCONT")
         finally:
             try:
                 os.kill(stopped, signal.SIGKILL)
             except ProcessLookupError:
                 pass
+        with open(self.json, encoding="utf-8") as f:
+            status = json.load(f)["status"]
+        self.assertFalse(status["complete"])
         host = re.escape(socket.gethostname())
         self.assertRegex(status["reason"], rf"^timeout: rank [12] on {host} waited more than 4 s in the sweep phase"
                                            rf".*; rank 0 on {host} did not run for \d+\.\d s before this \(stopped, "
