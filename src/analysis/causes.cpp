@@ -780,10 +780,93 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
   return out;
 }
 
+std::vector<Cause> straggler_causes(const StragglersResult& stragglers) {
+  std::vector<Cause> out;
+  if (!stragglers.shared.empty()) {
+    Cause c;
+    c.kind = "pace_not_judged";
+    c.level = Level::info;
+    c.verdict_kind = VerdictKind::finding;
+    c.layers = {FabricLayer::within_node};
+    c.subject = "ranks";
+    c.observed = stragglers.shared;
+    c.cause = "ranks that share CPU cores wait for the scheduler, not for a slow rank";
+    c.fix = "give each rank a core of its own (fewer ranks, or a machine with more cores) to find slow ranks";
+    out.push_back(std::move(c));
+  }
+  if (!stragglers.uneven.empty()) {
+    Cause c;
+    c.kind = "uneven_pace";
+    c.level = Level::info;
+    c.verdict_kind = VerdictKind::finding;
+    c.layers = {FabricLayer::within_node};
+    c.subject = "ranks";
+    c.observed = stragglers.uneven;
+    c.cause = "half the ranks or more are slow together: no one rank or node stands out to name";
+    c.fix = "check that each rank has its own GPU and CPU cores (the launcher's binding), then run again";
+    out.push_back(std::move(c));
+  }
+  for (const auto* list : {&stragglers.found, &stragglers.unconfirmed}) {
+    for (const Straggler& s : *list) {
+      Cause c;
+      const bool rank = s.kind == StragglerKind::slow_rank;
+      c.kind = std::string(name(s.kind));
+      c.level = Level::warn;
+      c.verdict_kind = VerdictKind::finding;
+      c.layers = {FabricLayer::within_node};
+      c.hosts = {s.host};
+      c.subject = rank && !s.ranks.empty() ? fmt::format("rank {} on {}", s.ranks.front(), s.host) : s.host;
+      c.observed = s.message;
+      c.evidence = {{"iterations it came late in", static_cast<double>(s.late), ""},
+                    {"of iterations", static_cast<double>(s.iterations), ""},
+                    {"iterations it arrived last in", static_cast<double>(s.last), ""},
+                    {"median time after the first rank", s.lateness_us, "us"},
+                    {"its work", s.work_us, "us"},
+                    {"the ranks' median work", s.reference_us, "us"}};
+      if (s.again_iterations > 0)
+        c.evidence.push_back({"measured again: iterations late in", static_cast<double>(s.again_late), ""});
+      if (s.confirmed && !*s.confirmed) {
+        c.kind = "not_confirmed";
+        c.level = Level::info;
+        c.cause = s.again_iterations > 0 ? "the first pace round saw it come late; the second, apart from it, did not"
+                                         : "the first pace round saw it come late; the second did not fit the budget";
+        c.fix = "run again to see whether it comes back; a rank that falls behind now and then is worth watching";
+        out.push_back(std::move(c));
+        continue;
+      }
+      if (rank) {
+        c.cause = fmt::format(
+            "in both pace rounds this rank came late to the all-reduce, after the same work as every other rank; "
+            "its node's other ranks kept pace: its GPU (clocks, power or thermal limits, another process on it) "
+            "or, on the MPI transport, the CPU core it runs on");
+        c.fix = fmt::format(
+            "every collective waits for it: check that GPU on {} (nvidia-smi -q -d PERFORMANCE for throttle "
+            "reasons, nvidia-smi for other processes) and the core the rank is bound to, or leave the GPU out",
+            s.host);
+      } else {
+        c.cause = fmt::format(
+            "in both pace rounds every rank of {} came late to the all-reduce after the same work as the others: "
+            "the node itself (another job on it, power or thermal limits, a slower model), not one GPU",
+            s.host);
+        c.fix = fmt::format(
+            "every collective waits for {}: look for other jobs and throttling on it (nvidia-smi -q -d "
+            "PERFORMANCE, top), or leave it out of the job",
+            s.host);
+      }
+      out.push_back(std::move(c));
+    }
+  }
+  return out;
+}
+
 std::vector<Cause> find_causes(const RunResult& result) {
   std::vector<Cause> out = finding_causes(result.findings, result);
   std::vector<Cause> unconfirmed = finding_causes(result.unconfirmed, result);
   out.insert(out.end(), unconfirmed.begin(), unconfirmed.end());
+  if (result.stragglers) {
+    std::vector<Cause> s = straggler_causes(*result.stragglers);
+    out.insert(out.end(), s.begin(), s.end());
+  }
   if (result.nccl) {
     std::vector<Cause> n = nccl_causes(*result.nccl, result.topology ? &*result.topology : nullptr, result.run.devices);
     out.insert(out.end(), n.begin(), n.end());

@@ -17,6 +17,7 @@
 #include "fabricbench/analysis/pairs.hpp"
 #include "fabricbench/analysis/report.hpp"
 #include "fabricbench/analysis/storage.hpp"
+#include "fabricbench/analysis/stragglers.hpp"
 #include "fabricbench/analysis/topology_analysis.hpp"
 #include "fabricbench/analysis/verdict.hpp"
 #include "fabricbench/analysis/wire_rate.hpp"
@@ -37,6 +38,7 @@
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/p2p_sweep.hpp"
 #include "fabricbench/engine/storage.hpp"
+#include "fabricbench/engine/stragglers.hpp"
 #include "fabricbench/engine/sweep.hpp"
 #include "fabricbench/output/file_writers.hpp"
 #include "fabricbench/output/output.hpp"
@@ -326,6 +328,7 @@ class RunPipeline {
     info.nodes = layout_.nodes;
     info.ranks_per_node = layout_.ranks_per_node;
     info.hostnames = layout_.hostnames;
+    info.rank_nodes = layout_.node_of_rank;
     info.transport = transport_->name();
     GpuRecord gpu = gather_gpu_record(*transport_, world_);
     result_.tool.libraries.merge(gpu.libraries);
@@ -406,9 +409,67 @@ class RunPipeline {
 
   [[nodiscard]] std::vector<Cut>* cuts() { return lead_ && result_.budget ? &result_.budget->cuts : nullptr; }
 
-  // The quick pass: one round of small and one of medium messages over
-  // every node pair, a few iterations each, then the findings at once.
+  // The pace rounds, within `seconds` (rank 0's): a first round, and a
+  // second apart from it only when the first names a suspect, which it then
+  // confirms or clears. What did not fit is a cut of `phase`. Returns the
+  // time it took (rank 0's clock).
+  double pace(double seconds, Phase phase) {
+    Watchdog::note_phase("pace");
+    const Window window(seconds);
+    // On the MPI transport the work is the host's: where ranks share cores
+    // the round would time the scheduler, so it does not run.
+    std::string shared;
+    if (transport_->name() == "mpi") {
+      const std::vector<SharedCores> machines = shared_cores(world_, layout_);
+      if (lead_ && !machines.empty()) {
+        const SharedCores& m = machines.front();
+        std::vector<std::string> hosts;
+        for (const int node : m.nodes) hosts.push_back(layout_.hostnames.at(static_cast<std::size_t>(node)));
+        shared = fmt::format(
+            "{} ranks share {} CPU cores of one machine ({}): on the MPI transport the pace round's work runs on "
+            "those cores, so it would time their scheduler; no rank is judged (one rank per core, or GPUs, let it "
+            "run)",
+            m.ranks, m.cores, fmt::join(hosts, ", "));
+      }
+      if (world_.broadcast_value(shared.empty() ? 0 : 1, 0) != 0) {
+        if (!lead_) return 0;
+        StragglersResult judged;
+        judged.shared = shared;
+        printers_.stragglers(judged);
+        result_.stragglers = std::move(judged);
+        return window.elapsed_s();
+      }
+    }
+    std::vector<PaceRound> rounds;
+    rounds.push_back(run_pace_round(*transport_, world_, layout_, window.left_s() / 2));
+    int suspects = lead_ && !pace_suspects(rounds.front(), layout_.hostnames).empty() ? 1 : 0;
+    if (world_.broadcast_value(suspects, 0) != 0)
+      rounds.push_back(run_pace_round(*transport_, world_, layout_, window.left_s()));
+    if (!lead_) return 0;
+    for (std::size_t i = 0; i < rounds.size(); ++i)
+      if (rounds[i].iterations == 0 && cuts() != nullptr)
+        cuts()->push_back(
+            Cut{phase, i == 0 ? "pace round (who every collective waits for)" : "second pace round", "skipped"});
+    StragglersResult judged = judge_stragglers(std::move(rounds), layout_.hostnames);
+    printers_.stragglers(judged);
+    result_.stragglers = std::move(judged);
+    return window.elapsed_s();
+  }
+
+  // The pace rounds' part of a phase's share: 30%, at least 4 s where that
+  // is no more than three quarters of the share, and at most 10 s. Two
+  // rounds take well under a second on a healthy cluster, but a slow rank
+  // makes each iteration as long as its work, and a slow rank is what they
+  // are for. What they leave goes back to the phase.
+  static double pace_share(double seconds) {
+    return std::min(std::max(0.3 * seconds, std::min(4.0, 0.75 * seconds)), 10.0);
+  }
+
+  // The quick pass: the pace rounds, then one round of small and one of
+  // medium messages over every node pair, a few iterations each, then the
+  // findings at once.
   void health(double seconds) {
+    seconds -= pace(pace_share(seconds), Phase::health);
     Watchdog::note_phase("health");
     RunConfig quick = config_;
     quick.pairs.bytes = health_bytes;
@@ -442,6 +503,9 @@ class RunPipeline {
   }
 
   void sweep(double seconds) {
+    // One node with several ranks has no health pass: its pace rounds come first here.
+    if (config_.command == Command::run && !wants_health() && world_.size() > 1)
+      seconds -= pace(pace_share(seconds), Phase::sweep);
     Watchdog::note_phase("sweep");
     SweepListener listener;
     listener.on_progress = [this](const SweepRecord& r, std::size_t done, std::size_t total) {

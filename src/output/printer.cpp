@@ -66,6 +66,9 @@ class TerminalSafePrinter final : public Printer {
   void health(const HealthResult& health) override {
     step([&](Printer& p) { p.health(health); });
   }
+  void stragglers(const StragglersResult& stragglers) override {
+    step([&](Printer& p) { p.stragglers(stragglers); });
+  }
   void budget_halved(double left_s) override {
     step([&](Printer& p) { p.budget_halved(left_s); });
   }
@@ -144,6 +147,10 @@ void PrinterMultiplex::topology(const ClusterTopology& topology) {
 
 void PrinterMultiplex::health(const HealthResult& health) {
   for (const auto& p : printers_) p->health(health);
+}
+
+void PrinterMultiplex::stragglers(const StragglersResult& stragglers) {
+  for (const auto& p : printers_) p->stragglers(stragglers);
 }
 
 void PrinterMultiplex::budget_halved(double left_s) {

@@ -52,6 +52,25 @@ void print_health(const HealthResult& health, std::ostream& out) {
   for (const Finding& f : health.findings) out << "#   " << f.message << '\n';
 }
 
+void print_stragglers(const StragglersResult& stragglers, std::ostream& out) {
+  if (!stragglers.shared.empty()) {
+    out << "# pace round: not run: " << stragglers.shared << '\n';
+    return;
+  }
+  const PaceRound* first = stragglers.rounds.empty() ? nullptr : &stragglers.rounds.front();
+  if (first == nullptr || first->iterations == 0) {
+    out << "# pace round: did not fit in its share of the budget; who the collectives wait for is not known\n";
+    return;
+  }
+  out << fmt::format("# pace round ({} iterations of a {} fill and an all-reduce): {}\n", first->iterations,
+                     format_size(first->work_bytes),
+                     stragglers.found.empty() ? std::string("every rank kept pace")
+                                              : fmt::format("{} slow rank(s) or node(s)", stragglers.found.size()));
+  if (!stragglers.uneven.empty()) out << "#   " << stragglers.uneven << '\n';
+  for (const Straggler& s : stragglers.found) out << "#   " << s.message << '\n';
+  for (const Straggler& s : stragglers.unconfirmed) out << "#   " << s.message << '\n';
+}
+
 std::string price_text(const CostSummary& c, const RunResult& r) {
   return c.price.per_gpu_hour ? fmt::format("{} per {}-hour", money_text(*c.price.per_gpu_hour, c.price.currency),
                                             unit_word(r) == "GPUs" ? "GPU" : "rank")

@@ -39,6 +39,8 @@ void TerminalPrinter::topology(const ClusterTopology& topology) { write_topology
 
 void TerminalPrinter::health(const HealthResult& health) { print_health(health, *out_); }
 
+void TerminalPrinter::stragglers(const StragglersResult& stragglers) { print_stragglers(stragglers, *out_); }
+
 void TerminalPrinter::budget_halved(double left_s) { write_budget_halved(left_s, *out_); }
 
 void TerminalPrinter::cut(const Cut& cut) {
@@ -75,6 +77,8 @@ void TerminalPrinter::budget(const BudgetRecord& budget, std::optional<double> d
 
 // The health pass's verdict is its own short answer, so --quiet keeps it whole.
 void QuietPrinter::health(const HealthResult& health) { print_health(health, *out_); }
+
+void QuietPrinter::stragglers(const StragglersResult& stragglers) { print_stragglers(stragglers, *out_); }
 
 void QuietPrinter::budget_halved(double left_s) { write_budget_halved(left_s, *out_); }
 

@@ -33,6 +33,34 @@ void check_consistency(const RunResult& result) {
   for (const int r : run.ranks_per_node) ranks += r;
   if (ranks != run.ranks)
     throw UsageError(fmt::format("run.ranks: {}, but run.ranks_per_node adds up to {}", run.ranks, ranks));
+  if (!run.rank_nodes.empty()) {
+    if (static_cast<std::int64_t>(run.rank_nodes.size()) != run.ranks)
+      throw UsageError(
+          fmt::format("run.rank_nodes: {} entries for the {} ranks of run.ranks", run.rank_nodes.size(), run.ranks));
+    check_indices(run.rank_nodes, nodes, "run.rank_nodes");
+  }
+  if (result.stragglers) {
+    const StragglersResult& st = *result.stragglers;
+    for (std::size_t i = 0; i < st.rounds.size(); ++i) {
+      const PaceRound& round = st.rounds[i];
+      const std::string where = fmt::format("stragglers/rounds/{}", i);
+      for (std::size_t r = 0; r < round.ranks.size(); ++r) {
+        const RankPace& pace = round.ranks[r];
+        check_indices({pace.node}, nodes, fmt::format("{}/ranks/{}/node", where, r));
+        if (pace.last > round.iterations || pace.late > round.iterations)
+          throw UsageError(fmt::format("{}/ranks/{}: last in {} and late in {} of {} iterations", where, r, pace.last,
+                                       pace.late, round.iterations));
+      }
+    }
+    for (const auto* list : {&st.found, &st.unconfirmed})
+      for (std::size_t i = 0; i < list->size(); ++i) {
+        const Straggler& s = (*list)[i];
+        const std::string where = fmt::format("stragglers/{}/{}", list == &st.found ? "found" : "unconfirmed", i);
+        check_indices({s.node}, nodes, where + "/node");
+        if (s.late > s.iterations || s.again_late > s.again_iterations)
+          throw UsageError(fmt::format("{}: late in more iterations than it ran", where));
+      }
+  }
   if (result.scaling) {
     for (std::size_t l = 0; l < result.scaling->levels.size(); ++l) {
       const LevelResult& level = result.scaling->levels[l];

@@ -64,6 +64,7 @@ ojson document(const RunResult& result, bool streamed) {
   if (result.pairs || result.health) doc["findings"] = to_value(result.findings);
   if (!result.unconfirmed.empty()) doc["unconfirmed"] = to_value(result.unconfirmed);
   if (result.health) doc["health"] = to_value(*result.health);
+  if (result.stragglers) doc["stragglers"] = to_value(*result.stragglers);
   if (result.budget) doc["budget"] = to_value(*result.budget);
   if (result.model_parallel) doc["model_parallel"] = to_value(*result.model_parallel);
   if (result.islands) doc["islands"] = to_value(*result.islands);
@@ -99,6 +100,7 @@ RunResult result_from_valid_json(const nlohmann::json& doc) {
   if (const auto f = doc.find("unconfirmed"); f != doc.end())
     r.unconfirmed = read<std::vector<Finding>>(*f, "unconfirmed");
   if (const auto h = doc.find("health"); h != doc.end()) r.health = read<HealthResult>(*h, "health");
+  if (const auto s = doc.find("stragglers"); s != doc.end()) r.stragglers = read<StragglersResult>(*s, "stragglers");
   if (const auto b = doc.find("budget"); b != doc.end()) r.budget = read<BudgetRecord>(*b, "budget");
   if (const auto m = doc.find("model_parallel"); m != doc.end())
     r.model_parallel = read<ModelParallelResult>(*m, "model_parallel");

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include <sched.h>
 #include <unistd.h>
 
 #include "fabricbench/analysis/ladders.hpp"
@@ -12,6 +13,7 @@
 #include "fabricbench/engine/model_parallel.hpp"
 #include "fabricbench/engine/multinode.hpp"
 #include "fabricbench/engine/storage.hpp"
+#include "fabricbench/engine/stragglers.hpp"
 #include "fabricbench/transport/mpi/mpi_transport.hpp"
 
 namespace fabricbench {
@@ -210,6 +212,68 @@ Layout rank_per_node_layout(const Comm& world) {
     leaders.push_back(r);
   }
   return layout_from(world.rank(), hosts, leaders, std::vector<int>(static_cast<std::size_t>(world.size()), 0));
+}
+
+// Every rank gets the same round: each iteration names at least one rank as
+// the last to arrive, each rank's node comes from the layout, and a share
+// too short for the fewest iterations measures nothing.
+TEST(MultinodeMpi, PaceRoundCountsWhoArrivedLastOnEveryRank) {
+  const Comm world = Comm::world();
+  MpiTransport transport(world);
+  const Layout layout = rank_per_node_layout(world);
+  const PaceRound round = run_pace_round(transport, world, layout, unlimited_seconds);
+  if (world.size() == 1) {
+    // Alone, every iteration is its own: still counted, never judged.
+    EXPECT_EQ(round.iterations, pace_iterations);
+  }
+  ASSERT_EQ(round.iterations, pace_iterations);
+  ASSERT_EQ(round.ranks.size(), static_cast<std::size_t>(world.size()));
+  EXPECT_GE(round.work_bytes, std::size_t{1} << 20);
+  int last = 0;
+  for (int r = 0; r < world.size(); ++r) {
+    const RankPace& pace = round.ranks[static_cast<std::size_t>(r)];
+    EXPECT_EQ(pace.rank, r);
+    EXPECT_EQ(pace.node, r);
+    EXPECT_GT(pace.work_us, 0.0);
+    EXPECT_LE(pace.last, round.iterations);
+    EXPECT_LE(pace.late, round.iterations);
+    EXPECT_GE(pace.lateness_us, 0.0);
+    last += pace.last;
+  }
+  EXPECT_GE(last, round.iterations);  // ties count each tied rank
+  // The same figures on every rank (they come from one reduction).
+  std::vector<double> mine{static_cast<double>(round.ranks.back().last), round.ranks.front().work_us};
+  std::vector<double> most(mine);
+  world.allreduce_max(std::span<double>(most));
+  EXPECT_EQ(mine, most);
+
+  const PaceRound none = run_pace_round(transport, world, layout, 1e-9);
+  EXPECT_EQ(none.iterations, 0);
+  EXPECT_TRUE(none.ranks.empty());
+}
+
+// All ranks here run on one machine: they share its cores once they
+// outnumber them, whatever nodes the layout calls them.
+TEST(MultinodeMpi, SharedCoresAreTheRanksBeyondOneMachinesCores) {
+  const Comm world = Comm::world();
+  const Layout layout = rank_per_node_layout(world);
+  const std::vector<SharedCores> shared = shared_cores(world, layout);
+  if (world.rank() != 0) {
+    EXPECT_TRUE(shared.empty());
+    return;
+  }
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int cores = CPU_COUNT(&set);
+  if (world.size() <= cores) {
+    EXPECT_TRUE(shared.empty());
+    return;
+  }
+  ASSERT_EQ(shared.size(), 1U);
+  EXPECT_EQ(shared[0].ranks, world.size());
+  EXPECT_EQ(shared[0].cores, cores);
+  EXPECT_EQ(shared[0].nodes.size(), static_cast<std::size_t>(world.size()));
 }
 
 TEST(MultinodeMpi, BisectionPairsEveryNodeOfEachHalvingAndMeasuresTheFirstPairsAlone) {

@@ -70,6 +70,49 @@ def validate(test, path):
     test.assertEqual(proc.returncode, 0, proc.stderr)
 
 
+class CpuCap:
+    """A cgroup holding its processes to `percent` of one core: the cpu
+    controller (cgroup v1's, else v2's cpu.max) mounted in a folder of its own,
+    so ranks started in the test bed's namespaces (whose /sys is their own)
+    can join it by pid. A slow CPU is what a slow rank is on the MPI transport:
+    its work runs on the host."""
+
+    def __init__(self, folder, percent):
+        self.mount = os.path.join(folder, "cgroup")
+        os.makedirs(self.mount, exist_ok=True)
+        self.v1 = subprocess.run(["mount", "-t", "cgroup", "-o", "cpu", "fbcpu", self.mount],
+                                 capture_output=True).returncode == 0
+        if not self.v1:
+            subprocess.run(["mount", "-t", "cgroup2", "none", self.mount], check=True, capture_output=True)
+            with open(os.path.join(self.mount, "cgroup.subtree_control"), "w", encoding="ascii") as f:
+                f.write("+cpu")
+        self.group = os.path.join(self.mount, "fabricbench-slow-rank")
+        os.makedirs(self.group, exist_ok=True)
+        period = 10000
+        if self.v1:
+            self.write("cpu.cfs_period_us", str(period))
+            self.write("cpu.cfs_quota_us", str(period * percent // 100))
+        else:
+            self.write("cpu.max", f"{period * percent // 100} {period}")
+
+    def write(self, name, value):
+        with open(os.path.join(self.group, name), "w", encoding="ascii") as f:
+            f.write(value)
+
+    def wrapper(self, ranks):
+        """A command prefix that puts the listed world ranks in the cgroup, then runs the rest."""
+        pattern = "|".join(str(r) for r in ranks)
+        return ["sh", "-c", f'case "$OMPI_COMM_WORLD_RANK" in {pattern}) echo $$ > {self.group}/cgroup.procs;; esac; '
+                'exec "$0" "$@"']
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        subprocess.run(["rmdir", self.group], capture_output=True)
+        subprocess.run(["umount", self.mount], capture_output=True)
+
+
 class TestBedCase(unittest.TestCase):
     """4 hosts x 2 slots, up for the class; every test starts unthrottled."""
     HOST_COUNT = 4
@@ -351,6 +394,27 @@ class MultiHost(TestBedCase):
                          ["health", "sweep", "ladder", "gpu_ladder", "pairs"])
         self.assertTrue("gpu_ladder" in doc or any(c["phase"] == "gpu_ladder" for c in cuts))
 
+    def test_a_slow_rank_is_named_after_a_second_round(self):
+        # One rank on each of two hosts (2 ranks on this machine's cores),
+        # rank 1 held to a tenth of a core: it comes late to every
+        # collective, in both pace rounds, and is named with its host.
+        with CpuCap(self.dir.name, 10) as cap:
+            proc = testbed("mpirun", "-np", "2", "--map-by", "node", "-q", *cap.wrapper([1]), ARGS.binary, "run",
+                           "--budget", "60s", "--json", self.json, check=False)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        found = doc["stragglers"]["found"]
+        self.assertEqual([(s["kind"], s["ranks"], s["host"], s["confirmed"]) for s in found],
+                         [("slow_rank", [1], "node1", True)], proc.stdout)
+        self.assertGreaterEqual(found[0]["late"], 0.75 * found[0]["iterations"])
+        self.assertGreaterEqual(found[0]["work_us"], 1.5 * found[0]["reference_us"])
+        self.assertEqual(len(doc["stragglers"]["rounds"]), 2)
+        self.assertIn("it is node1's only rank, so a slow rank and a slow node are one here", proc.stdout)
+        warns = [v for v in doc["verdicts"] if v["level"] == "WARN" and v["subject"] == "rank 1 on node1"]
+        self.assertEqual(len(warns), 1, doc["verdicts"])
+
     # A healthy run ends within its budget, names no host and cuts nothing
     # (it uses about a third of the budget on a 2-core machine). A sanitizer
     # build runs several times slower, so there only the listing is checked:
@@ -366,6 +430,13 @@ class MultiHost(TestBedCase):
         self.assertEqual(doc["budget"]["seconds"], self.SMOKE_BUDGET_S)
         self.assertEqual(doc["findings"], [])
         self.assertEqual(doc["health"]["findings"], [])
+        # 8 ranks on this machine's cores: the pace round would time the
+        # scheduler, so it says so and judges no rank.
+        if len(os.sched_getaffinity(0)) < 8:
+            self.assertRegex(doc["stragglers"]["shared"],
+                             r"^8 ranks share \d+ CPU cores of one machine \(node0, node1, node2, node3\)")
+            self.assertEqual(doc["stragglers"]["found"], [])
+            self.assertIn("# pace round: not run: 8 ranks share", proc.stdout)
         # Nothing accused: a suspect the second pass cleared may be printed,
         # only ever as "not confirmed" (INFO), and it is never a finding.
         named = [l for l in proc.stdout.splitlines() if re.search(r"slow (node|link) node\d", l)]

@@ -48,6 +48,7 @@ RunResult fully_populated() {
   r.run.nodes = 2;
   r.run.ranks_per_node = {1, 1};
   r.run.hostnames = {"a", "b"};
+  r.run.rank_nodes = {0, 1};
   r.run.transport = "nccl";
   // Bytes that are not UTF-8 in a value and in a name: "byte_strings".
   r.run.environment = {{"NCCL_DEBUG", "WARN"}, {"NCCL_SOCKET_IFNAME", "eth\xff"}, {"NCCL_\xfe", "1"}};
@@ -165,6 +166,29 @@ RunResult fully_populated() {
                            false,
                            {{{1, 0}, {"b", "a"}, 10.0, 95.0, false}}});
   r.health = HealthResult{1 << 20, 8, 1.5, r.findings, r.unconfirmed};
+  {
+    PaceRound round{40, 8 << 20, 0.3, {RankPace{0, 0, 0, 1000, 4, 6, 80}, RankPace{1, 1, 0, 5200, 36, 38, 4100}}};
+    Straggler late{StragglerKind::slow_rank,
+                   {1},
+                   1,
+                   "b",
+                   40,
+                   38,
+                   36,
+                   4100,
+                   5200,
+                   1000,
+                   true,
+                   29,
+                   30,
+                   "rank 1 (b local rank 0) came late to the all-reduce in 38 of 40 iterations"};
+    Straggler u = late;
+    u.kind = StragglerKind::slow_rank_node;
+    u.confirmed = false;
+    u.again_late = 12;
+    u.message = "not confirmed: " + u.message;
+    r.stragglers = StragglersResult{{round, round}, {late}, {u}, "4 of 8 ranks came late", "8 ranks share 2 cores"};
+  }
   r.budget =
       BudgetRecord{60, 1.5, {{Phase::health, 6, 1.5}, {Phase::pairs, 20, 20}}, {{Phase::pairs, "round 1", "skipped"}}};
   ModelParallelResult mp;

@@ -59,6 +59,10 @@ std::vector<Cause> anomaly_causes(const std::vector<Anomaly>& anomalies);
 std::vector<Cause> nccl_causes(const NcclUsage& usage, const ClusterTopology* topology,
                                const std::vector<std::string>& devices);
 
+// The pace rounds' slow ranks and nodes (WARN, with what to check) and their
+// unconfirmed suspects (INFO "not confirmed").
+std::vector<Cause> straggler_causes(const StragglersResult& stragglers);
+
 // The pair matrix's slow nodes and links, with their pair figures, and what
 // the node's own probe shows that would explain them.
 std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const RunResult& result);

@@ -58,6 +58,8 @@ class Printer {
   virtual void topology(const ClusterTopology& /*topology*/) {}
   // The quick pass over node pairs, as soon as it has named what it found.
   virtual void health(const HealthResult& /*health*/) {}
+  // The pace rounds: the ranks or nodes every collective waits for.
+  virtual void stragglers(const StragglersResult& /*stragglers*/) {}
   // --on-finding halve: the health pass named a host, so the rest of the run
   // keeps half of the `left_s` seconds it had.
   virtual void budget_halved(double /*left_s*/) {}
@@ -106,6 +108,7 @@ class PrinterMultiplex final : public Printer {
   void phase(const PhaseNotice& notice) override;
   void topology(const ClusterTopology& topology) override;
   void health(const HealthResult& health) override;
+  void stragglers(const StragglersResult& stragglers) override;
   void budget_halved(double left_s) override;
   void cut(const Cut& cut) override;
   void context(const RunConfig& config, const RunInfo& run) override;
@@ -202,6 +205,7 @@ class TerminalPrinter final : public Printer {
   void header(const ToolInfo& tool, const RunInfo& run) override;
   void topology(const ClusterTopology& topology) override;
   void health(const HealthResult& health) override;
+  void stragglers(const StragglersResult& stragglers) override;
   void budget_halved(double left_s) override;
   void cut(const Cut& cut) override;
   void context(const RunConfig& config, const RunInfo& run) override { table_.context(config, run); }
@@ -231,6 +235,7 @@ class QuietPrinter final : public Printer {
  public:
   explicit QuietPrinter(std::ostream& out) : out_(&out), table_(out) {}
   void health(const HealthResult& health) override;
+  void stragglers(const StragglersResult& stragglers) override;
   void budget_halved(double left_s) override;
   void pairs(const PairsResult& pairs, const std::vector<Finding>& findings) override;
   void islands(const IslandsResult& islands) override;

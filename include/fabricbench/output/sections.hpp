@@ -54,6 +54,8 @@ void print_budget(const BudgetRecord& budget, std::optional<double> duration_s, 
 
 // The quick health pass's findings and how soon they came.
 void print_health(const HealthResult& health, std::ostream& out);
+// The pace rounds: what they found, a line each, or that every rank kept pace.
+void print_stragglers(const StragglersResult& stragglers, std::ostream& out);
 
 // The verdicts alone (what `run --expect` prints after its tables).
 // The price a cost is reckoned at ("USD 2.5 per GPU-hour") and the run's

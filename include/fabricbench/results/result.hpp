@@ -21,6 +21,7 @@
 #include "fabricbench/records/placement.hpp"
 #include "fabricbench/records/scaling.hpp"
 #include "fabricbench/records/storage.hpp"
+#include "fabricbench/records/stragglers.hpp"
 #include "fabricbench/records/sweep.hpp"
 #include "fabricbench/records/topology.hpp"
 #include "fabricbench/records/verdict.hpp"
@@ -56,6 +57,7 @@ struct RunInfo {
   int nodes = 0;
   std::vector<int> ranks_per_node;     // by node index
   std::vector<std::string> hostnames;  // by node index
+  std::vector<int> rank_nodes;         // each world rank's node index (empty in files from before it)
   std::string transport;
   std::map<std::string, std::string> environment;  // NCCL_*, UCX_*, OMPI_MCA_*, ...
   // nccl: one line per rank, "rank R: host GPU index name bus-id UUID (compute X.Y)".
@@ -80,16 +82,17 @@ struct RunResult {
   ToolInfo tool;
   RunInfo run;
   std::vector<SweepRecord> records;
-  std::optional<SweepCost> sweep_cost;        // where the sweep's time went, when a sweep ran
-  std::optional<ScaleResult> scaling;         // the ladder, when it ran
-  std::optional<GpuLadderResult> gpu_ladder;  // the GPU-count ladder inside each node, when it ran
-  std::optional<PairsResult> pairs;           // the pair matrix, when it ran
-  std::optional<P2PSweepResult> p2p_sweep;    // p2p --sweep: the OSU tests between two ranks
-  std::vector<Finding> findings;              // slow nodes and links, each confirmed by a second pass
-  std::vector<Finding> unconfirmed;           // suspects a second pass measured healthy (or could not measure)
-  std::optional<ClusterTopology> topology;    // the topology probe, when it ran
-  std::optional<HealthResult> health;         // the quick pass, when it ran
-  std::optional<BudgetRecord> budget;         // with --budget: the shares and what was cut
+  std::optional<SweepCost> sweep_cost;         // where the sweep's time went, when a sweep ran
+  std::optional<ScaleResult> scaling;          // the ladder, when it ran
+  std::optional<GpuLadderResult> gpu_ladder;   // the GPU-count ladder inside each node, when it ran
+  std::optional<PairsResult> pairs;            // the pair matrix, when it ran
+  std::optional<P2PSweepResult> p2p_sweep;     // p2p --sweep: the OSU tests between two ranks
+  std::vector<Finding> findings;               // slow nodes and links, each confirmed by a second pass
+  std::vector<Finding> unconfirmed;            // suspects a second pass measured healthy (or could not measure)
+  std::optional<StragglersResult> stragglers;  // the pace rounds: ranks or nodes that every collective waits for
+  std::optional<ClusterTopology> topology;     // the topology probe, when it ran
+  std::optional<HealthResult> health;          // the quick pass, when it ran
+  std::optional<BudgetRecord> budget;          // with --budget: the shares and what was cut
   // Placement and storage (records/placement.hpp, records/storage.hpp).
   std::optional<IslandsResult> islands;      // latency islands, from the pair matrix
   std::optional<BisectionResult> bisection;  // the bisection test
@@ -195,6 +198,7 @@ void fields_of(Self& r, Field&& field) {
   field("nodes", r.nodes);
   field("ranks_per_node", r.ranks_per_node);
   field("hostnames", r.hostnames);
+  field("rank_nodes", fields::omitted(r.rank_nodes));
   field("transport", r.transport);
   field("environment", r.environment);
   field("devices", fields::omitted(r.devices));

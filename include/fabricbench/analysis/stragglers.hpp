@@ -1,0 +1,42 @@
+#pragma once
+// Slow ranks and slow nodes from the pace rounds (engine/stragglers.hpp),
+// in two passes: the first round names suspects, a second round measured
+// apart from it confirms them.
+
+#include <string>
+#include <vector>
+
+#include "fabricbench/records/stragglers.hpp"
+
+namespace fabricbench {
+
+// A rank is a suspect when it came late (RankPace::late) in most of a
+// round's iterations (more than this share) and its own work took
+// pace_slower times the median of the other ranks' or more: a rank that
+// comes late while working at everyone's pace waits on something else (the
+// scheduler of a shared core), and is not named.
+inline constexpr double pace_most = 0.5;
+inline constexpr double pace_slower = 1.5;
+
+// Whether `late` of `iterations` is more than pace_most of them.
+bool late_in_most(int late, int iterations);
+
+// The ranks that came late in most iterations and worked pace_slower times
+// slower than the others: where they are half the ranks or more (of more
+// than 2), the ranks work at two paces and none is singled out.
+std::vector<const RankPace*> slow_ranks(const PaceRound& round);
+bool uneven_pace(const PaceRound& round);
+
+// One round's suspects, from slow_ranks (none where the pace is uneven): a
+// node with several ranks (not every rank of the job) whose ranks are all
+// slow is one slow node; every other slow rank is a slow rank. `hostnames`
+// by node index. Nothing from a round that measured nothing.
+std::vector<Straggler> pace_suspects(const PaceRound& round, const std::vector<std::string>& hostnames);
+
+// The rounds judged: the first round's suspects, each confirmed when the
+// second round (rounds[1]) shows it slow again; unconfirmed when it does
+// not, or when there was no second round (its message says which). A first
+// round at two paces leaves `uneven` saying so, and names no one.
+StragglersResult judge_stragglers(std::vector<PaceRound> rounds, const std::vector<std::string>& hostnames);
+
+}  // namespace fabricbench

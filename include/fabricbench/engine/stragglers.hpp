@@ -1,0 +1,52 @@
+#pragma once
+// Pace rounds: every rank does the same fixed work, then joins a small
+// all-reduce, iteration after iteration. A rank's time inside the all-reduce
+// runs from its own arrival to the op's end, so the longest time less a
+// rank's own is how long after the first arrival it came (its lateness), and
+// the rank with the shortest time arrived last. A rank that comes late in
+// most iterations holds up every collective of a job
+// (analysis/stragglers.hpp names it).
+
+#include <cstddef>
+#include <vector>
+
+#include "fabricbench/comm/comm.hpp"
+#include "fabricbench/comm/layout.hpp"
+#include "fabricbench/records/stragglers.hpp"
+#include "fabricbench/transport/transport.hpp"
+
+namespace fabricbench {
+
+// The round's iterations: at most this many, and no round with fewer (too
+// few to tell "most" from chance).
+inline constexpr int pace_iterations = 40;
+inline constexpr int pace_min_iterations = 10;
+
+// The work of one iteration: a fill of the rank's buffers sized so the
+// fastest rank's fill takes about this long (on a GPU its memory, on the MPI
+// transport the host's), from 1 MiB to 256 MiB.
+inline constexpr double pace_work_s = 5e-3;
+
+// An iteration counts as late for a rank that came this share of the
+// fastest rank's work (its median) or more after the first arrival.
+inline constexpr double late_share_of_work = 0.5;
+
+// Ranks that share one machine's CPU cores beyond one each: a machine (its
+// kernel's boot id: hosts in containers or namespaces of one machine share
+// it) whose ranks outnumber the cores they may run on. On rank 0; empty
+// where every rank has a core of its own. Collective.
+struct SharedCores {
+  int ranks = 0;
+  int cores = 0;
+  std::vector<int> nodes;  // the node indices on that machine
+};
+std::vector<SharedCores> shared_cores(const Comm& world, const Layout& layout);
+
+// Runs one round on every rank of `world` (the transport's group) within
+// `seconds` (read on rank 0): the work's size, then iterations while the
+// next fits, up to pace_iterations. Returns the round on every rank;
+// `iterations` 0 when fewer than pace_min_iterations fitted (nothing
+// judged). `layout` gives each rank's node. Collective.
+PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, double seconds);
+
+}  // namespace fabricbench

@@ -1,0 +1,186 @@
+#include "fabricbench/engine/stragglers.hpp"
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <fstream>
+#include <limits>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <sched.h>
+
+#include <fmt/format.h>
+
+#include "fabricbench/core/budget.hpp"
+#include "fabricbench/core/stats.hpp"
+#include "fabricbench/core/types.hpp"
+
+namespace fabricbench {
+namespace {
+
+constexpr std::size_t mib = std::size_t{1} << 20;
+constexpr std::size_t least_work_bytes = mib;
+constexpr std::size_t most_work_bytes = 256 * mib;
+
+OpSpec allreduce_of(std::size_t bytes, int ranks) {
+  return OpSpec{Op::allreduce,
+                DType::float32,
+                RedOp::sum,
+                Placement::out_of_place,
+                0,
+                counts_for(Op::allreduce, DType::float32, bytes, ranks)};
+}
+
+// The fastest rank's time for one fill of `spec`'s buffers: the work is
+// sized by the ranks at full pace, so a slow rank's work is that many times
+// longer than the target, never the target itself.
+double fastest_fill_s(Transport& transport, const Comm& world, const OpSpec& spec) {
+  const SteadyClock::time_point start = SteadyClock::now();
+  transport.fill(spec);
+  double t = -std::chrono::duration<double>(SteadyClock::now() - start).count();
+  world.allreduce_max(std::span<double>(&t, 1));
+  return -t;
+}
+
+// Whole MiB, within the bounds, scaled so one fill takes about pace_work_s.
+std::size_t scaled_work(std::size_t bytes, double seconds) {
+  const double wanted =
+      seconds > 0 ? static_cast<double>(bytes) * pace_work_s / seconds : static_cast<double>(most_work_bytes);
+  const double whole = std::round(wanted / static_cast<double>(mib)) * static_cast<double>(mib);
+  return std::clamp(static_cast<std::size_t>(std::max(whole, 0.0)), least_work_bytes, most_work_bytes);
+}
+
+// This machine's kernel boot id ("" when unreadable) and the cores this rank may run on.
+std::string machine_id() {
+  std::ifstream in("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(in, id);
+  return id;
+}
+
+int usable_cores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return 0;
+  return CPU_COUNT(&set);
+}
+
+}  // namespace
+
+std::vector<SharedCores> shared_cores(const Comm& world, const Layout& layout) {
+  const std::string mine = fmt::format("{} {}", usable_cores(), machine_id());
+  const std::vector<std::string> all = world.allgather(mine);
+  std::vector<SharedCores> out;
+  if (world.rank() != 0) return out;
+  std::map<std::string, SharedCores> machines;
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    const std::size_t space = all[r].find(' ');
+    const std::string id = space == std::string::npos ? std::string() : all[r].substr(space + 1);
+    const int node = r < layout.node_of_rank.size() ? layout.node_of_rank[r] : 0;
+    // Without a boot id, each node is taken for a machine of its own.
+    SharedCores& m = machines[id.empty() ? fmt::format("node {}", node) : id];
+    ++m.ranks;
+    m.cores = std::max(m.cores, std::atoi(all[r].c_str()));
+    if (std::find(m.nodes.begin(), m.nodes.end(), node) == m.nodes.end()) m.nodes.push_back(node);
+  }
+  for (auto& [id, m] : machines)
+    if (m.cores > 0 && m.ranks > m.cores) out.push_back(m);
+  return out;
+}
+
+PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, double seconds) {
+  const Window window(seconds);
+  const int n = world.size();
+  const bool lead = world.rank() == 0;
+  PaceRound round;
+
+  // The work's size: a first fill (cold) and a timed one at 1 MiB, then
+  // once more at the scaled size, as a small fill is bound by its launch.
+  OpSpec work = allreduce_of(least_work_bytes, n);
+  transport.prepare(work);
+  transport.fill(work);
+  std::size_t bytes = scaled_work(least_work_bytes, fastest_fill_s(transport, world, work));
+  work = allreduce_of(bytes, n);
+  transport.prepare(work);
+  const double fill_s = fastest_fill_s(transport, world, work);
+  if (fill_s < 0.5 * pace_work_s && bytes < most_work_bytes) {
+    bytes = scaled_work(bytes, fill_s);
+    work = allreduce_of(bytes, n);
+    transport.prepare(work);
+  }
+  const OpSpec sync = allreduce_of(sizeof(float) * 2, n);
+  transport.prepare(sync);
+
+  // Iterations while the next one fits (rank 0 decides before each, from
+  // the longest so far as its clock saw it, the wait for a slow rank
+  // included, and every rank follows): a slow rank makes the round shorter,
+  // never longer than its share.
+  round.work_bytes = bytes;
+  std::vector<double> work_s;
+  std::vector<double> inside_s;
+  double longest = 0;
+  transport.barrier();
+  for (int i = 0; i < pace_iterations; ++i) {
+    int go = 1;
+    if (lead && std::isfinite(seconds)) go = window.left_s() > longest ? 1 : 0;
+    if (world.broadcast_value(go, 0) == 0) break;
+    const SteadyClock::time_point start = SteadyClock::now();
+    transport.fill(work);
+    work_s.push_back(std::chrono::duration<double>(SteadyClock::now() - start).count());
+    inside_s.push_back(transport.time_batch(sync, 1, false).seconds);
+    longest = std::max(longest, std::chrono::duration<double>(SteadyClock::now() - start).count());
+  }
+  const auto iterations = static_cast<int>(work_s.size());
+  if (iterations < pace_min_iterations) {
+    round.seconds = window.elapsed_s();
+    return round;
+  }
+
+  // One reduction of maxima: each iteration's longest time inside and its
+  // shortest (negated), and each rank's median work in its own slot. Every
+  // rank then knows, per iteration, how long after the first arrival it
+  // came (the longest time less its own) and the fastest rank's work.
+  const std::size_t k = inside_s.size();
+  const auto ranks = static_cast<std::size_t>(n);
+  const auto me = static_cast<std::size_t>(world.rank());
+  std::vector<double> maxima(inside_s);
+  for (const double t : inside_s) maxima.push_back(-t);
+  maxima.resize(2 * k + ranks, -std::numeric_limits<double>::infinity());
+  maxima[2 * k + me] = percentile(work_s, 0.5);
+  world.allreduce_max(std::span<double>(maxima));
+  const double fastest_work = *std::min_element(maxima.begin() + static_cast<std::ptrdiff_t>(2 * k), maxima.end());
+
+  // Then each rank's slots, summed: the iterations it arrived last in, those
+  // it came half the fastest rank's work or more after the first arrival,
+  // and its median lateness.
+  std::vector<double> lateness(k);
+  std::vector<double> slots(3 * ranks, 0.0);
+  for (std::size_t i = 0; i < k; ++i) {
+    lateness[i] = maxima[i] - inside_s[i];
+    if (inside_s[i] <= -maxima[k + i]) slots[me] += 1;
+    if (lateness[i] >= late_share_of_work * fastest_work) slots[ranks + me] += 1;
+  }
+  slots[2 * ranks + me] = percentile(lateness, 0.5);
+  world.allreduce_sum(std::span<double>(slots));
+
+  round.iterations = iterations;
+  for (std::size_t r = 0; r < ranks; ++r) {
+    RankPace pace;
+    pace.rank = static_cast<int>(r);
+    pace.node = r < layout.node_of_rank.size() ? layout.node_of_rank[r] : 0;
+    pace.local_rank = r < layout.local_rank_of_rank.size() ? layout.local_rank_of_rank[r] : 0;
+    pace.work_us = maxima[2 * k + r] * 1e6;
+    pace.last = static_cast<int>(std::lround(slots[r]));
+    pace.late = static_cast<int>(std::lround(slots[ranks + r]));
+    pace.lateness_us = slots[2 * ranks + r] * 1e6;
+    round.ranks.push_back(pace);
+  }
+  round.seconds = window.elapsed_s();
+  return round;
+}
+
+}  // namespace fabricbench

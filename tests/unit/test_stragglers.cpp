@@ -1,0 +1,211 @@
+// Slow ranks and nodes from pace rounds: what is named, what is not, and the
+// second round's confirmation.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "fabricbench/analysis/causes.hpp"
+#include "fabricbench/analysis/stragglers.hpp"
+#include "fabricbench/core/error.hpp"
+#include "fabricbench/results/result_consistency.hpp"
+
+namespace fabricbench {
+namespace {
+
+const std::vector<std::string> hosts{"gpu-node-a", "gpu-node-b", "gpu-node-c", "gpu-node-d"};
+
+// `nodes` nodes of `per_node` ranks working 1000 us each; every rank comes
+// late in a fifth of the iterations and last in an even share, unless
+// changed after.
+PaceRound even_round(int nodes, int per_node, int iterations) {
+  PaceRound round;
+  round.iterations = iterations;
+  round.work_bytes = 8 << 20;
+  const int ranks = nodes * per_node;
+  for (int r = 0; r < ranks; ++r)
+    round.ranks.push_back(RankPace{r, r / per_node, r % per_node, 1000.0, iterations / ranks, iterations / 5, 300.0});
+  return round;
+}
+
+// Makes `rank` come late in `late` iterations (last in all of them) with `work_us` of work.
+void make_slow(PaceRound& round, int rank, int late, double work_us) {
+  RankPace& r = round.ranks[static_cast<std::size_t>(rank)];
+  r.late = late;
+  r.last = late;
+  r.work_us = work_us;
+  r.lateness_us = work_us - 1000.0;
+}
+
+TEST(Stragglers, LateInMostIsMoreThanHalf) {
+  EXPECT_TRUE(late_in_most(21, 40));
+  EXPECT_FALSE(late_in_most(20, 40));
+  EXPECT_TRUE(late_in_most(10, 10));
+  EXPECT_FALSE(late_in_most(5, 0));
+}
+
+TEST(Stragglers, EvenArrivalsNameNothing) {
+  EXPECT_TRUE(pace_suspects(even_round(4, 2, 40), hosts).empty());
+  EXPECT_TRUE(pace_suspects(even_round(1, 4, 40), hosts).empty());
+  EXPECT_TRUE(pace_suspects(even_round(2, 1, 40), hosts).empty());
+  EXPECT_TRUE(pace_suspects(PaceRound{}, hosts).empty());
+}
+
+TEST(Stragglers, OneSlowRankIsThatRankNotItsNode) {
+  PaceRound round = even_round(4, 2, 40);
+  make_slow(round, 3, 34, 6000.0);
+  const std::vector<Straggler> s = pace_suspects(round, hosts);
+  ASSERT_EQ(s.size(), 1U);
+  EXPECT_EQ(s[0].kind, StragglerKind::slow_rank);
+  EXPECT_EQ(s[0].ranks, std::vector<int>{3});
+  EXPECT_EQ(s[0].host, "gpu-node-b");
+  EXPECT_EQ(s[0].late, 34);
+  EXPECT_DOUBLE_EQ(s[0].reference_us, 1000.0);
+  EXPECT_NE(s[0].message.find("rank 3 (gpu-node-b local rank 1) came late to the all-reduce in 34 of 40"),
+            std::string::npos)
+      << s[0].message;
+  EXPECT_NE(s[0].message.find("its work took 6x the other ranks' median"), std::string::npos) << s[0].message;
+  EXPECT_NE(s[0].message.find("other ranks kept pace, so it is this rank, not the node"), std::string::npos);
+}
+
+TEST(Stragglers, LateAtEveryonesPaceIsNotSlow) {
+  // Late in most iterations while working as fast as the others: it waits
+  // on something else (a shared core's scheduler), and is not named.
+  PaceRound round = even_round(4, 2, 40);
+  make_slow(round, 3, 38, 1400.0);
+  EXPECT_TRUE(pace_suspects(round, hosts).empty());
+  // Slow work in only some iterations (late in half of them): not named either.
+  make_slow(round, 3, 20, 6000.0);
+  EXPECT_TRUE(pace_suspects(round, hosts).empty());
+}
+
+TEST(Stragglers, EveryRankOfANodeSlowIsTheNode) {
+  PaceRound round = even_round(4, 2, 40);
+  make_slow(round, 4, 36, 3000.0);
+  make_slow(round, 5, 38, 3200.0);
+  const std::vector<Straggler> s = pace_suspects(round, hosts);
+  ASSERT_EQ(s.size(), 1U);
+  EXPECT_EQ(s[0].kind, StragglerKind::slow_rank_node);
+  EXPECT_EQ(s[0].ranks, (std::vector<int>{4, 5}));
+  EXPECT_EQ(s[0].host, "gpu-node-c");
+  EXPECT_EQ(s[0].late, 36);
+  EXPECT_DOUBLE_EQ(s[0].work_us, 3000.0);
+  EXPECT_NE(s[0].message.find("gpu-node-c as a whole is slow"), std::string::npos) << s[0].message;
+}
+
+TEST(Stragglers, ASlowRankAndASlowNodeAtOnceAreBothNamed) {
+  PaceRound round = even_round(4, 2, 40);
+  make_slow(round, 1, 35, 5000.0);
+  make_slow(round, 6, 38, 9000.0);
+  make_slow(round, 7, 39, 9000.0);
+  const std::vector<Straggler> s = pace_suspects(round, hosts);
+  ASSERT_EQ(s.size(), 2U);
+  EXPECT_EQ(s[0].kind, StragglerKind::slow_rank_node);
+  EXPECT_EQ(s[0].host, "gpu-node-d");
+  EXPECT_EQ(s[1].kind, StragglerKind::slow_rank);
+  EXPECT_EQ(s[1].ranks, std::vector<int>{1});
+}
+
+TEST(Stragglers, OneRankPerNodeSaysRankAndNodeAreOne) {
+  PaceRound round = even_round(3, 1, 40);
+  make_slow(round, 1, 40, 4000.0);
+  const std::vector<Straggler> s = pace_suspects(round, hosts);
+  ASSERT_EQ(s.size(), 1U);
+  EXPECT_NE(s[0].message.find("it is gpu-node-b's only rank, so a slow rank and a slow node are one here"),
+            std::string::npos)
+      << s[0].message;
+  // Two ranks: the slow one of the two is named.
+  PaceRound two = even_round(2, 1, 20);
+  make_slow(two, 0, 19, 3000.0);
+  ASSERT_EQ(pace_suspects(two, hosts).size(), 1U);
+}
+
+TEST(Stragglers, HalfTheRanksSlowIsTwoPacesNotAStraggler) {
+  // 4 of 8 ranks slow (as where two ranks share each core): none is singled out.
+  PaceRound round = even_round(4, 2, 40);
+  for (int r : {0, 2, 4, 6}) make_slow(round, r, 36, 3000.0);
+  EXPECT_TRUE(uneven_pace(round));
+  EXPECT_TRUE(pace_suspects(round, hosts).empty());
+  const StragglersResult judged = judge_stragglers({round}, hosts);
+  EXPECT_TRUE(judged.found.empty());
+  EXPECT_TRUE(judged.unconfirmed.empty());
+  EXPECT_NE(judged.uneven.find("4 of 8 ranks came late in most iterations"), std::string::npos) << judged.uneven;
+  const std::vector<Cause> causes = straggler_causes(judged);
+  ASSERT_EQ(causes.size(), 1U);
+  EXPECT_EQ(causes[0].level, Level::info);
+  EXPECT_EQ(causes[0].kind, "uneven_pace");
+}
+
+TEST(Stragglers, SecondRoundConfirmsOrClears) {
+  PaceRound first = even_round(4, 2, 40);
+  make_slow(first, 3, 34, 6000.0);
+  PaceRound again = even_round(4, 2, 30);
+  make_slow(again, 3, 27, 6000.0);
+  StragglersResult confirmed = judge_stragglers({first, again}, hosts);
+  ASSERT_EQ(confirmed.found.size(), 1U);
+  EXPECT_TRUE(confirmed.unconfirmed.empty());
+  EXPECT_EQ(confirmed.found[0].confirmed, true);
+  EXPECT_EQ(confirmed.found[0].again_late, 27);
+  EXPECT_EQ(confirmed.found[0].again_iterations, 30);
+  EXPECT_EQ(confirmed.rounds.size(), 2U);
+
+  StragglersResult cleared = judge_stragglers({first, even_round(4, 2, 30)}, hosts);
+  EXPECT_TRUE(cleared.found.empty());
+  ASSERT_EQ(cleared.unconfirmed.size(), 1U);
+  EXPECT_EQ(cleared.unconfirmed[0].confirmed, false);
+  EXPECT_EQ(cleared.unconfirmed[0].message.rfind("not confirmed: ", 0), 0U);
+  EXPECT_NE(cleared.unconfirmed[0].message.find("measured again, it was not slow"), std::string::npos);
+
+  // Slow again, but so were half the ranks: not a confirmation.
+  PaceRound two_paces = even_round(4, 2, 30);
+  for (int r : {0, 3, 5, 6}) make_slow(two_paces, r, 28, 6000.0);
+  EXPECT_TRUE(judge_stragglers({first, two_paces}, hosts).found.empty());
+
+  PaceRound cut;  // the second round did not fit
+  StragglersResult unmeasured = judge_stragglers({first, cut}, hosts);
+  ASSERT_EQ(unmeasured.unconfirmed.size(), 1U);
+  EXPECT_NE(unmeasured.unconfirmed[0].message.find("the second round did not fit in the time left"), std::string::npos);
+}
+
+TEST(Stragglers, ConfirmedIsAWarnWithAFixUnconfirmedIsInfo) {
+  PaceRound first = even_round(4, 2, 40);
+  make_slow(first, 3, 34, 6000.0);
+  PaceRound again = even_round(4, 2, 30);
+  make_slow(again, 3, 27, 6000.0);
+  const std::vector<Cause> warn = straggler_causes(judge_stragglers({first, again}, hosts));
+  ASSERT_EQ(warn.size(), 1U);
+  EXPECT_EQ(warn[0].level, Level::warn);
+  EXPECT_EQ(warn[0].kind, "slow_rank");
+  EXPECT_EQ(warn[0].subject, "rank 3 on gpu-node-b");
+  EXPECT_FALSE(warn[0].cause.empty());
+  EXPECT_NE(warn[0].fix.find("gpu-node-b"), std::string::npos);
+  const std::vector<Cause> info = straggler_causes(judge_stragglers({first, even_round(4, 2, 30)}, hosts));
+  ASSERT_EQ(info.size(), 1U);
+  EXPECT_EQ(info[0].level, Level::info);
+  EXPECT_EQ(info[0].kind, "not_confirmed");
+  StragglersResult shared;
+  shared.shared = "8 ranks share 2 CPU cores of one machine (a, b)";
+  const std::vector<Cause> not_judged = straggler_causes(shared);
+  ASSERT_EQ(not_judged.size(), 1U);
+  EXPECT_EQ(not_judged[0].level, Level::info);
+  EXPECT_EQ(not_judged[0].kind, "pace_not_judged");
+}
+
+TEST(Stragglers, ConsistencyRefusesANodeOutOfRange) {
+  RunResult r;
+  r.run.nodes = 2;
+  r.run.ranks = 2;
+  r.run.ranks_per_node = {1, 1};
+  r.run.hostnames = {"a", "b"};
+  r.stragglers = StragglersResult{};
+  r.stragglers->rounds.push_back(even_round(2, 1, 20));
+  EXPECT_NO_THROW(check_consistency(r));
+  r.stragglers->rounds[0].ranks[1].node = 5;
+  EXPECT_THROW(check_consistency(r), UsageError);
+  r.stragglers->rounds[0].ranks[1].node = 1;
+  r.stragglers->rounds[0].ranks[1].late = 21;
+  EXPECT_THROW(check_consistency(r), UsageError);
+}
+
+}  // namespace
+}  // namespace fabricbench
