@@ -417,9 +417,17 @@ class RunPipeline {
     Watchdog::note_phase("pace");
     const Window window(seconds);
     // On the MPI transport the work is the host's: where ranks share cores
-    // the round would time the scheduler, so it does not run.
+    // the round would time the scheduler, so it does not run; on GPUs, where
+    // ranks share a GPU (--allow-shared-gpu), it would time the sharing.
     std::string shared;
-    if (transport_->name() == "mpi") {
+    if (transport_->name() != "mpi") {
+      const std::string device = lead_ ? shared_device(result_.run.devices) : std::string();
+      if (!device.empty())
+        shared = fmt::format(
+            "ranks share a GPU ({}): the pace round's work runs on it, so it would time the sharing; no rank is "
+            "judged (one rank per GPU lets it run)",
+            device);
+    } else {
       const std::vector<SharedCores> machines = shared_cores(world_, layout_);
       if (lead_ && !machines.empty()) {
         const SharedCores& m = machines.front();
@@ -431,14 +439,14 @@ class RunPipeline {
             "run)",
             m.ranks, m.cores, fmt::join(hosts, ", "));
       }
-      if (world_.broadcast_value(shared.empty() ? 0 : 1, 0) != 0) {
-        if (!lead_) return 0;
-        StragglersResult judged;
-        judged.shared = shared;
-        printers_.stragglers(judged);
-        result_.stragglers = std::move(judged);
-        return window.elapsed_s();
-      }
+    }
+    if (world_.broadcast_value(shared.empty() ? 0 : 1, 0) != 0) {
+      if (!lead_) return 0;
+      StragglersResult judged;
+      judged.shared = shared;
+      printers_.stragglers(judged);
+      result_.stragglers = std::move(judged);
+      return window.elapsed_s();
     }
     std::vector<PaceRound> rounds;
     rounds.push_back(run_pace_round(*transport_, world_, layout_, window.left_s() / 2));

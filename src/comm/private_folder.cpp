@@ -63,9 +63,15 @@ PrivateFolder PrivateFolder::prepare(const std::string& path) {
     std::error_code ignored;
     std::filesystem::create_directories(parent, ignored);
   }
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    refuse(fmt::format("cannot create the folder: {}", errno_text(errno)));
-  Fd fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  Fd fd;
+  for (int attempt = 0;; ++attempt) {
+    if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      refuse(fmt::format("cannot create the folder: {}", errno_text(errno)));
+    fd = Fd(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    // Another group's last rank removes the folder as it leaves, and may do
+    // so between the two calls: the folder is then made again.
+    if (fd.valid() || errno != ENOENT || attempt >= 100) break;
+  }
   if (!fd.valid()) {
     if (errno == ELOOP || errno == ENOTDIR) {  // O_DIRECTORY answers a symlink with ENOTDIR
       struct stat st {};

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -90,6 +91,17 @@ std::vector<SharedCores> shared_cores(const Comm& world, const Layout& layout) {
   for (auto& [id, m] : machines)
     if (m.cores > 0 && m.ranks > m.cores) out.push_back(m);
   return out;
+}
+
+std::string shared_device(const std::vector<std::string>& devices) {
+  std::set<std::string> seen;
+  for (const std::string& line : devices) {
+    const std::size_t colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    std::string device = line.substr(colon + 2);
+    if (!seen.insert(device).second) return device;
+  }
+  return {};
 }
 
 PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, double seconds) {

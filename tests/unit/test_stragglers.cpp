@@ -8,6 +8,7 @@
 #include "fabricbench/analysis/causes.hpp"
 #include "fabricbench/analysis/stragglers.hpp"
 #include "fabricbench/core/error.hpp"
+#include "fabricbench/engine/stragglers.hpp"
 #include "fabricbench/results/result_consistency.hpp"
 
 namespace fabricbench {
@@ -189,6 +190,14 @@ TEST(Stragglers, ConfirmedIsAWarnWithAFixUnconfirmedIsInfo) {
   ASSERT_EQ(not_judged.size(), 1U);
   EXPECT_EQ(not_judged[0].level, Level::info);
   EXPECT_EQ(not_judged[0].kind, "pace_not_judged");
+}
+
+TEST(Stragglers, SharedDeviceIsTheFirstGpuTwoRanksHold) {
+  EXPECT_EQ(shared_device({"rank 0: a GPU 0 H200 0000:18:00.0 GPU-1", "rank 1: a GPU 1 H200 0000:2a:00.0 GPU-2"}), "");
+  EXPECT_EQ(shared_device({"rank 0: a GPU 0 H200 0000:18:00.0 GPU-1", "rank 1: b GPU 0 H200 0000:18:00.0 GPU-3",
+                           "rank 2: a GPU 0 H200 0000:18:00.0 GPU-1"}),
+            "a GPU 0 H200 0000:18:00.0 GPU-1");
+  EXPECT_EQ(shared_device({}), "");
 }
 
 TEST(Stragglers, ConsistencyRefusesANodeOutOfRange) {

@@ -8,6 +8,7 @@
 // (analysis/stragglers.hpp names it).
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "fabricbench/comm/comm.hpp"
@@ -41,6 +42,11 @@ struct SharedCores {
   std::vector<int> nodes;  // the node indices on that machine
 };
 std::vector<SharedCores> shared_cores(const Comm& world, const Layout& layout);
+
+// The device two ranks share, from the run's "rank R: <host GPU ...>" lines
+// (RunInfo::devices): the first text after "rank R: " that two lines hold;
+// empty when every rank has a device of its own.
+std::string shared_device(const std::vector<std::string>& devices);
 
 // Runs one round on every rank of `world` (the transport's group) within
 // `seconds` (read on rank 0): the work's size, then iterations while the
