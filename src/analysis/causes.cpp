@@ -782,30 +782,26 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
 
 std::vector<Cause> straggler_causes(const StragglersResult& stragglers) {
   std::vector<Cause> out;
-  if (!stragglers.shared.empty()) {
+  // Why no rank is named: an INFO about the ranks as a whole.
+  const auto note = [&out](std::string kind, const std::string& observed, std::string cause, std::string fix) {
+    if (observed.empty()) return;
     Cause c;
-    c.kind = "pace_not_judged";
+    c.kind = std::move(kind);
     c.level = Level::info;
     c.verdict_kind = VerdictKind::finding;
     c.layers = {FabricLayer::within_node};
     c.subject = "ranks";
-    c.observed = stragglers.shared;
-    c.cause = "ranks that share CPU cores wait for the scheduler, not for a slow rank";
-    c.fix = "give each rank a core of its own (fewer ranks, or a machine with more cores) to find slow ranks";
+    c.observed = observed;
+    c.cause = std::move(cause);
+    c.fix = std::move(fix);
     out.push_back(std::move(c));
-  }
-  if (!stragglers.uneven.empty()) {
-    Cause c;
-    c.kind = "uneven_pace";
-    c.level = Level::info;
-    c.verdict_kind = VerdictKind::finding;
-    c.layers = {FabricLayer::within_node};
-    c.subject = "ranks";
-    c.observed = stragglers.uneven;
-    c.cause = "half the ranks or more are slow together: no one rank or node stands out to name";
-    c.fix = "check that each rank has its own GPU and CPU cores (the launcher's binding), then run again";
-    out.push_back(std::move(c));
-  }
+  };
+  note("pace_not_judged", stragglers.shared,
+       "ranks that share CPU cores or a GPU wait for that sharing, not for a slow rank",
+       "give each rank a core and a GPU of its own (fewer ranks, or a larger machine) to find slow ranks");
+  note("uneven_pace", stragglers.uneven,
+       "half the ranks or more are slow together: no one rank or node stands out to name",
+       "check that each rank has its own GPU and CPU cores (the launcher's binding), then run again");
   for (const auto* list : {&stragglers.found, &stragglers.unconfirmed}) {
     for (const Straggler& s : *list) {
       Cause c;

@@ -440,25 +440,22 @@ class RunPipeline {
             m.ranks, m.cores, fmt::join(hosts, ", "));
       }
     }
+    StragglersResult judged;
     if (world_.broadcast_value(shared.empty() ? 0 : 1, 0) != 0) {
-      if (!lead_) return 0;
-      StragglersResult judged;
       judged.shared = shared;
-      printers_.stragglers(judged);
-      result_.stragglers = std::move(judged);
-      return window.elapsed_s();
+    } else {
+      std::vector<PaceRound> rounds;
+      rounds.push_back(run_pace_round(*transport_, world_, layout_, window.left_s() / 2));
+      const int suspects = lead_ && !pace_suspects(rounds.front(), layout_.hostnames).empty() ? 1 : 0;
+      if (world_.broadcast_value(suspects, 0) != 0)
+        rounds.push_back(run_pace_round(*transport_, world_, layout_, window.left_s()));
+      for (std::size_t i = 0; i < rounds.size(); ++i)
+        if (rounds[i].iterations == 0 && cuts() != nullptr)
+          cuts()->push_back(
+              Cut{phase, i == 0 ? "pace round (who every collective waits for)" : "second pace round", "skipped"});
+      if (lead_) judged = judge_stragglers(std::move(rounds), layout_.hostnames);
     }
-    std::vector<PaceRound> rounds;
-    rounds.push_back(run_pace_round(*transport_, world_, layout_, window.left_s() / 2));
-    int suspects = lead_ && !pace_suspects(rounds.front(), layout_.hostnames).empty() ? 1 : 0;
-    if (world_.broadcast_value(suspects, 0) != 0)
-      rounds.push_back(run_pace_round(*transport_, world_, layout_, window.left_s()));
     if (!lead_) return 0;
-    for (std::size_t i = 0; i < rounds.size(); ++i)
-      if (rounds[i].iterations == 0 && cuts() != nullptr)
-        cuts()->push_back(
-            Cut{phase, i == 0 ? "pace round (who every collective waits for)" : "second pace round", "skipped"});
-    StragglersResult judged = judge_stragglers(std::move(rounds), layout_.hostnames);
     printers_.stragglers(judged);
     result_.stragglers = std::move(judged);
     return window.elapsed_s();

@@ -1,7 +1,6 @@
 #include "fabricbench/engine/stragglers.hpp"
 
 #include <algorithm>
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
