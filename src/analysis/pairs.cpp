@@ -138,7 +138,7 @@ RobustCenter robust_center(const std::vector<double>& values) {
   logs.reserve(values.size());
   for (const double v : values) logs.push_back(safe_log(v));
   c.log_median = median(logs);
-  c.log_mad = mad_of(logs, c.log_median);
+  if (values.size() >= spread_sample) c.log_mad = mad_of(logs, c.log_median);
   return c;
 }
 
@@ -185,6 +185,32 @@ struct MetricFindings {
   std::optional<double> reference;  // the healthy nodes' figure
 };
 
+// A link's value judged against the other links' (leave one out): a slow
+// link never widens the spread it is judged by. With three links, one of
+// them slow, the other two are the reference; judged with itself in the
+// sample, a link at 1% of two healthy ones that differ 2x sat on the edge of
+// the spread and was named in some runs and not in others.
+struct LinkValue {
+  int a = 0;
+  int b = 0;
+  double value = 0;
+};
+
+std::optional<RobustCenter> outlier_center(const std::vector<LinkValue>& links, std::size_t k,
+                                           const OutlierThresholds& t) {
+  double top = 0;
+  for (const LinkValue& l : links) top = std::max(top, l.value);
+  // Below the best link by the drop at least, or no center can make it one.
+  if (!(links[k].value < top * (1.0 - t.drop))) return std::nullopt;
+  std::vector<double> others;
+  others.reserve(links.size() - 1);
+  for (std::size_t i = 0; i < links.size(); ++i)
+    if (i != k) others.push_back(links[i].value);
+  RobustCenter center = robust_center(others);
+  if (!is_outlier(links[k].value, center, t)) return std::nullopt;
+  return center;
+}
+
 // One metric's suspects (see find_outliers).
 MetricFindings outliers_by(const PairMatrix& m, const std::vector<std::string>& hosts, const OutlierThresholds& t,
                            Figure figure, FindingMetric metric) {
@@ -207,11 +233,11 @@ MetricFindings outliers_by(const PairMatrix& m, const std::vector<std::string>& 
         best[static_cast<std::size_t>(i)] && *best[static_cast<std::size_t>(i)] >= level * (1.0 - t.drop);
   // Each node's figure: its upper-quartile link to the healthy nodes (one
   // slow or noisy link among them barely moves it; a slow node has no fast
-  // one). It is judged against the links among the healthy nodes: their
-  // median, and their spread (a widely spread fabric hides no 30x outlier
-  // but flags no 2x one).
+  // one). It is judged against the links among the healthy nodes, slow
+  // links among them left out: their median, and their spread (a widely
+  // spread fabric hides no 30x outlier but flags no 2x one).
   std::vector<std::optional<double>> score(static_cast<std::size_t>(n));
-  std::vector<double> healthy_links;
+  std::vector<LinkValue> among_healthy;
   for (int i = 0; i < n; ++i) {
     if (!best[static_cast<std::size_t>(i)]) continue;
     std::vector<double> links;
@@ -219,10 +245,13 @@ MetricFindings outliers_by(const PairMatrix& m, const std::vector<std::string>& 
       if (j != i && healthy[static_cast<std::size_t>(j)])
         if (const std::optional<double> v = figure(m, i, j)) {
           links.push_back(*v);
-          if (healthy[static_cast<std::size_t>(i)] && i < j) healthy_links.push_back(*v);
+          if (healthy[static_cast<std::size_t>(i)] && i < j) among_healthy.push_back({i, j, *v});
         }
     score[static_cast<std::size_t>(i)] = links.empty() ? *best[static_cast<std::size_t>(i)] : percentile(links, 0.75);
   }
+  std::vector<double> healthy_links;
+  for (std::size_t k = 0; k < among_healthy.size(); ++k)
+    if (!outlier_center(among_healthy, k, t)) healthy_links.push_back(among_healthy[k].value);
   if (healthy_links.empty()) return out;
   const RobustCenter nodes_center = robust_center(healthy_links);
   out.reference = nodes_center.median;
@@ -254,39 +283,36 @@ MetricFindings outliers_by(const PairMatrix& m, const std::vector<std::string>& 
     out.found.push_back(std::move(f));
   }
 
-  // Links that touch no slow node.
-  std::vector<double> values;
+  // Links that touch no slow node, each judged against the others.
+  std::vector<LinkValue> links;
   for (int i = 0; i < n; ++i)
     for (int j = i + 1; j < n; ++j)
       if (!out.slow_nodes.contains(i) && !out.slow_nodes.contains(j))
-        if (const std::optional<double> v = figure(m, i, j)) values.push_back(*v);
-  if (values.size() < 3) return out;
-  const RobustCenter links_center = robust_center(values);
-  for (int i = 0; i < n; ++i) {
-    for (int j = i + 1; j < n; ++j) {
-      if (out.slow_nodes.contains(i) || out.slow_nodes.contains(j)) continue;
-      const std::optional<double> v = figure(m, i, j);
-      if (!v || !is_outlier(*v, links_center, t)) continue;
-      Finding f;
-      f.kind = FindingKind::slow_link;
-      f.metric = metric;
-      f.nodes = {i, j};
-      f.hosts = {host_of(hosts, i), host_of(hosts, j)};
-      const double ref = links_center.median;
-      if (latency) {
-        f.value_us = 1.0 / *v;
-        f.reference_us = 1.0 / ref;
-        f.message =
-            fmt::format("slow link {} <-> {}: the small message takes {:.1f} us, {:.1f}x the {:.1f} us median link",
-                        f.hosts[0], f.hosts[1], *f.value_us, *f.value_us / *f.reference_us, *f.reference_us);
-      } else {
-        f.value_gbs = *v;
-        f.reference_gbs = ref;
-        f.message = fmt::format("slow link {} <-> {}: {:.3f} GB/s, {:.0f}% of the {:.3f} GB/s median link", f.hosts[0],
-                                f.hosts[1], *v, 100.0 * *v / ref, ref);
-      }
-      out.found.push_back(std::move(f));
+        if (const std::optional<double> v = figure(m, i, j)) links.push_back({i, j, *v});
+  if (links.size() < 3) return out;
+  for (std::size_t k = 0; k < links.size(); ++k) {
+    const std::optional<RobustCenter> center = outlier_center(links, k, t);
+    if (!center) continue;
+    const auto [i, j, v] = links[k];
+    Finding f;
+    f.kind = FindingKind::slow_link;
+    f.metric = metric;
+    f.nodes = {i, j};
+    f.hosts = {host_of(hosts, i), host_of(hosts, j)};
+    const double ref = center->median;
+    if (latency) {
+      f.value_us = 1.0 / v;
+      f.reference_us = 1.0 / ref;
+      f.message =
+          fmt::format("slow link {} <-> {}: the small message takes {:.1f} us, {:.1f}x the {:.1f} us median link",
+                      f.hosts[0], f.hosts[1], *f.value_us, *f.value_us / *f.reference_us, *f.reference_us);
+    } else {
+      f.value_gbs = v;
+      f.reference_gbs = ref;
+      f.message = fmt::format("slow link {} <-> {}: {:.3f} GB/s, {:.0f}% of the {:.3f} GB/s median link", f.hosts[0],
+                              f.hosts[1], v, 100.0 * v / ref, ref);
     }
+    out.found.push_back(std::move(f));
   }
   return out;
 }
@@ -336,33 +362,72 @@ std::vector<Finding> find_outliers(const PairMatrix& m, const std::vector<std::s
 
 bool same_finding(const Finding& a, const Finding& b) { return a.kind == b.kind && a.nodes == b.nodes; }
 
+namespace {
+
+// What the first pass suspects, for choosing who measures a suspect again:
+// never a suspect node, never across a suspect link. A node whose only
+// suspicion is a link to a third node is healthy with the others: it is
+// taken when the nodes no suspect touches run out (with one slow node and
+// one slow link among four, every node is touched, and the slow node was
+// left with no partner at all).
+struct Suspicion {
+  std::set<int> nodes;
+  std::set<std::pair<int, int>> links;
+  std::set<int> ends;
+
+  explicit Suspicion(const std::vector<Finding>& suspects) {
+    for (const Finding& f : suspects) {
+      if (f.kind == FindingKind::slow_link) {
+        links.insert({std::min(f.nodes[0], f.nodes[1]), std::max(f.nodes[0], f.nodes[1])});
+        ends.insert(f.nodes.begin(), f.nodes.end());
+      } else {
+        nodes.insert(f.nodes[0]);
+      }
+    }
+  }
+
+  [[nodiscard]] bool may_pair(int a, int p) const {
+    return p != a && !nodes.contains(p) && !links.contains({std::min(a, p), std::max(a, p)});
+  }
+};
+
+}  // namespace
+
 std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& suspects, int nodes, int partners) {
-  std::set<int> involved;
-  for (const Finding& f : suspects) involved.insert(f.nodes.begin(), f.nodes.end());
-  std::vector<int> healthy;
+  const Suspicion suspicion(suspects);
+  std::vector<int> clean;
+  std::vector<int> ends;
   for (int i = 0; i < nodes; ++i)
-    if (!involved.contains(i)) healthy.push_back(i);
+    if (!suspicion.nodes.contains(i)) (suspicion.ends.contains(i) ? ends : clean).push_back(i);
   std::set<std::pair<int, int>> pairs;
   const auto add = [&pairs](int a, int b) { pairs.insert({std::min(a, b), std::max(a, b)}); };
-  // Each suspect's partners taken in turn from the healthy nodes, so that
-  // the second pass spreads over them rather than leaning on one.
+  // Each suspect's partners taken in turn from the clean nodes, so that the
+  // second pass spreads over them rather than leaning on one; then from the
+  // ends of suspect links.
   std::size_t next = 0;
-  const auto partner = [&]() {
-    const int p = healthy[next % healthy.size()];
-    ++next;
-    return p;
+  const auto candidates = [&](int a, int avoid) {
+    std::vector<int> out;
+    for (std::size_t k = 0; k < clean.size(); ++k)
+      if (const int p = clean[(next + k) % clean.size()]; p != avoid && suspicion.may_pair(a, p)) out.push_back(p);
+    for (const int p : ends)
+      if (p != avoid && suspicion.may_pair(a, p)) out.push_back(p);
+    return out;
   };
   for (const Finding& f : suspects) {
     if (f.kind == FindingKind::slow_link) {
       add(f.nodes[0], f.nodes[1]);
-      if (!healthy.empty()) {
-        add(f.nodes[0], partner());
-        add(f.nodes[1], partner());
+      for (const int end : {f.nodes[0], f.nodes[1]}) {
+        const std::vector<int> c = candidates(end, end == f.nodes[0] ? f.nodes[1] : f.nodes[0]);
+        if (c.empty()) continue;
+        add(end, c.front());
+        ++next;
       }
       continue;
     }
-    const int count = std::min<int>(partners, static_cast<int>(healthy.size()));
-    for (int k = 0; k < count; ++k) add(f.nodes[0], partner());
+    const std::vector<int> c = candidates(f.nodes[0], -1);
+    const std::size_t count = std::min(static_cast<std::size_t>(std::max(partners, 0)), c.size());
+    for (std::size_t k = 0; k < count; ++k) add(f.nodes[0], c[k]);
+    next += count;
   }
   return {pairs.begin(), pairs.end()};
 }
@@ -441,8 +506,7 @@ std::string rechecks_text(const std::vector<Recheck>& checks, int suspect, bool 
 Confirmation confirm_suspects(std::vector<Finding> suspects, const PairMatrix& second,
                               const std::vector<std::string>& hosts, const OutlierThresholds& t) {
   Confirmation out;
-  std::set<int> involved;
-  for (const Finding& f : suspects) involved.insert(f.nodes.begin(), f.nodes.end());
+  const Suspicion suspicion(suspects);
   for (Finding& f : suspects) {
     f.checks.clear();
     int slow = 0;
@@ -452,7 +516,7 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const PairMatrix& s
       const int b = f.nodes[1];
       for (int end : {a, b})
         for (int p = 0; p < second.size; ++p) {
-          if (p == a || p == b || involved.contains(p)) continue;
+          if (p == a || p == b || !suspicion.may_pair(end, p)) continue;
           if (const std::optional<bool> s = slow_again(f, second, end, p, t))
             f.checks.push_back(recheck_of(second, hosts, end, p, *s));
         }
@@ -472,7 +536,7 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const PairMatrix& s
     }
     const int node = f.nodes[0];
     for (int p = 0; p < second.size; ++p) {
-      if (p == node || involved.contains(p)) continue;
+      if (!suspicion.may_pair(node, p)) continue;
       const std::optional<bool> s = slow_again(f, second, node, p, t);
       if (!s) continue;
       ++measured;

@@ -479,7 +479,7 @@ void add_pair_options(CLI::App& cmd, RawOptions& o, Command) {
   cmd.add_option("--pair-seed", o.pair_seed,
                  with_default("Seed of the random node order above --pair-full-limit (not 0)", d.seed));
   cmd.add_option("--outlier-mads", o.outlier_mads,
-                 with_default("Findings: scaled MADs below the median to flag", d.outlier_mads));
+                 with_default("Findings: scaled MADs below the median to flag (with 6 links or more)", d.outlier_mads));
   cmd.add_option("--outlier-drop", o.outlier_drop,
                  with_default("Findings: fraction below the median to flag, 0..1", d.outlier_drop));
 }

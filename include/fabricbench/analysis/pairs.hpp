@@ -27,8 +27,15 @@ struct OutlierThresholds {
 struct RobustCenter {
   double median = 0;      // of the values
   double log_median = 0;  // of their logarithms
-  double log_mad = 0;     // median absolute deviation of the logarithms
+  double log_mad = 0;     // median absolute deviation of the logarithms; 0 below spread_sample values
 };
+
+// The fewest values whose spread is taken into account. Below, only the
+// drop decides: the median deviation of three to five values is the
+// distance to one neighbour, and one noisy healthy link (a fourth of the
+// other, on a loaded machine) spread them so wide that a link at a
+// hundredth was "within the spread" and the run ended OK.
+constexpr std::size_t spread_sample = 6;
 
 RobustCenter robust_center(const std::vector<double>& values);
 
