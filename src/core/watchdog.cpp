@@ -168,6 +168,16 @@ void Watchdog::set_cleanup(std::function<void()> cleanup) {
   }
 }
 
+void Watchdog::create_with_cleanup(const std::function<std::function<void()>()>& create) {
+  Watchdog* w = active.load();
+  if (w == nullptr) {
+    (void)create();
+    return;
+  }
+  const std::lock_guard lock(w->words_mutex_);
+  w->cleanup_ = create();
+}
+
 void Watchdog::set_relay(std::unique_ptr<SignalRelay> relay) {
   if (relay_.load() != nullptr) return;  // once
   relay_owner_ = std::move(relay);

@@ -49,28 +49,29 @@ class TestFile {
                                path, errno_text(errno));
   }
 
-  // Empty on success, else why not.
+  // Empty on success, else why not. The file and its cleanup come in one
+  // step: a signal waits for both, never finds the file without the cleanup.
   std::string create(const std::string& dir, const std::string& host, int rank) {
-    std::string pattern = fmt::format("{}/.fabricbench-storage-{}-r{}-XXXXXX", dir, host, rank);
-    std::vector<char> name(pattern.begin(), pattern.end());
-    name.push_back('\0');
-    // Named first: the cleanup must know the file before it exists.
-    path_ = pattern;
-    const int fd = ::mkstemp(name.data());
-    if (fd < 0) {
-      path_.clear();
-      return fmt::format("--storage-path {}: cannot create a file there: {}", dir, errno_text(errno));
-    }
-    struct stat st {};
-    if (::fstat(fd, &st) == 0) {
-      dev_ = st.st_dev;
-      ino_ = st.st_ino;
-    }
-    ::close(fd);
-    path_ = name.data();
-    const std::string registered = path_;
-    Watchdog::set_cleanup([registered] { ::unlink(registered.c_str()); });
-    return {};
+    std::string why;
+    Watchdog::create_with_cleanup([&]() -> std::function<void()> {
+      std::string pattern = fmt::format("{}/.fabricbench-storage-{}-r{}-XXXXXX", dir, host, rank);
+      std::vector<char> name(pattern.begin(), pattern.end());
+      name.push_back('\0');
+      const int fd = ::mkstemp(name.data());
+      if (fd < 0) {
+        why = fmt::format("--storage-path {}: cannot create a file there: {}", dir, errno_text(errno));
+        return {};
+      }
+      struct stat st {};
+      if (::fstat(fd, &st) == 0) {
+        dev_ = st.st_dev;
+        ino_ = st.st_ino;
+      }
+      ::close(fd);
+      path_ = name.data();
+      return [registered = path_] { ::unlink(registered.c_str()); };
+    });
+    return why;
   }
 
   // True when the file was there and is gone; errno says why not.

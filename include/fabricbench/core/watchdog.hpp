@@ -65,6 +65,11 @@ class Watchdog {
   // cleanup; an empty function clears it. Goes to the active watchdog; a
   // no-op without one.
   static void set_cleanup(std::function<void()> cleanup);
+  // Creates what needs a cleanup and sets the cleanup in one step: `create`
+  // runs while a timeout or a signal waits, and returns the cleanup of what
+  // it made (empty: nothing). A signal between a file's creation and its
+  // cleanup's registration left the file behind.
+  static void create_with_cleanup(const std::function<std::function<void()>()>& create);
 
   // The line the watchdog prints for a timeout, without "fabricbench: error: ".
   [[nodiscard]] std::string timeout_reason() const;
