@@ -29,7 +29,19 @@ double median_work(const PaceRound& round, int except = -1) {
 
 bool is_slow(const PaceRound& round, const RankPace& r) {
   const double others = median_work(round, r.rank);
-  return late_in_most(r.late, round.iterations) && others > 0 && r.work_us >= pace_slower * others;
+  return late_in_most(r.late, round.iterations) && others > 0 &&
+         (r.work_us >= pace_slower * others || r.lateness_us >= pace_lost * others);
+}
+
+// What its work says against `others` (whose median `reference_us` is):
+// slower, or at their pace with the time lost outside it.
+std::string work_text(double work_us, double reference_us, const char* whose, const char* others) {
+  const double ratio = reference_us > 0 ? work_us / reference_us : 0.0;
+  if (ratio >= pace_slower) return fmt::format("{} work took {:.2g}x {} median", whose, ratio, others);
+  return fmt::format(
+      "{} work ran at {} pace ({:.2g}x their median), so the time was lost outside it: waiting for a CPU "
+      "core or the GPU (another process, a CPU quota)",
+      whose, others, ratio);
 }
 
 const RankPace* rank_in(const PaceRound& round, int rank) {
@@ -113,11 +125,9 @@ std::vector<Straggler> pace_suspects(const PaceRound& round, const std::vector<s
     s.reference_us = percentile(others, 0.5);
     s.message = fmt::format(
         "every rank of {} ({}) came late to the all-reduce in {} or more of {} iterations, a median {} or more "
-        "after the first rank (one of them last in {}); their work took {:.2g}x or more the other nodes' ranks' "
-        "median: {} "
-        "as a whole is slow, not one of its GPUs",
+        "after the first rank (one of them last in {}); {}: {} as a whole is slow, not one of its GPUs",
         s.host, fmt::join(s.ranks, ", "), s.late, s.iterations, time_text(s.lateness_us), s.last,
-        s.reference_us > 0 ? s.work_us / s.reference_us : 0.0, s.host);
+        work_text(s.work_us, s.reference_us, "their", "the other nodes' ranks'"), s.host);
     named_nodes.push_back(node);
     out.push_back(std::move(s));
   }
@@ -142,9 +152,9 @@ std::vector<Straggler> pace_suspects(const PaceRound& round, const std::vector<s
                      : fmt::format("{}'s other ranks kept pace, so it is this rank, not the node", s.host);
     s.message = fmt::format(
         "rank {} ({} local rank {}) came late to the all-reduce in {} of {} iterations, a median {} after the "
-        "first rank (last in {}); its work took {:.2g}x the other ranks' median; {}",
+        "first rank (last in {}); {}; {}",
         r.rank, s.host, r.local_rank, r.late, round.iterations, time_text(r.lateness_us), r.last,
-        s.work_us / s.reference_us, node_text);
+        work_text(s.work_us, s.reference_us, "its", "the other ranks'"), node_text);
     out.push_back(std::move(s));
   }
   return out;
@@ -157,10 +167,10 @@ StragglersResult judge_stragglers(std::vector<PaceRound> rounds, const std::vect
   if (!rounds.empty() && uneven_pace(rounds.front())) {
     const PaceRound& first = rounds.front();
     out.uneven = fmt::format(
-        "{} of {} ranks came late in most iterations and worked {}x or more slower than the others: the ranks "
-        "work at two paces, as where ranks share CPU cores or GPUs, or half of them are throttled; no one rank "
-        "holds the others up",
-        slow_ranks(first).size(), first.ranks.size(), pace_slower);
+        "{} of {} ranks came late in most iterations, working {}x or more slower than the others or losing {}x "
+        "their work outside it: the ranks work at two paces, as where ranks share CPU cores or GPUs, or half of "
+        "them are throttled; no one rank holds the others up",
+        slow_ranks(first).size(), first.ranks.size(), pace_slower, pace_lost);
   }
   const PaceRound* second = rounds.size() >= 2 && rounds[1].iterations > 0 ? &rounds[1] : nullptr;
   for (Straggler& s : suspects) {
@@ -183,6 +193,20 @@ StragglersResult judge_stragglers(std::vector<PaceRound> rounds, const std::vect
   }
   out.rounds = std::move(rounds);
   return out;
+}
+
+std::vector<Cut> pace_cuts(const std::vector<PaceRound>& rounds, int wanted, Phase phase) {
+  std::vector<Cut> cuts;
+  for (std::size_t i = 0; i < rounds.size(); ++i) {
+    if (rounds[i].iterations >= wanted) continue;
+    const std::string what = i == 0 ? "pace round (who every collective waits for)" : "second pace round";
+    if (rounds[i].iterations == 0)
+      cuts.push_back(Cut{phase, what, "skipped"});
+    else
+      cuts.push_back(
+          Cut{phase, fmt::format("{}: {} of {} iterations", what, rounds[i].iterations, wanted), "fewer iterations"});
+  }
+  return cuts;
 }
 
 }  // namespace fabricbench

@@ -444,15 +444,15 @@ class RunPipeline {
     if (world_.broadcast_value(shared.empty() ? 0 : 1, 0) != 0) {
       judged.shared = shared;
     } else {
+      // The work sized once for both rounds, within a third of the share.
+      const std::size_t work = size_pace_work(*transport_, world_, window.left_s() / 3);
       std::vector<PaceRound> rounds;
-      rounds.push_back(run_pace_round(*transport_, world_, layout_, window.left_s() / 2));
+      rounds.push_back(run_pace_round(*transport_, world_, layout_, work, window.left_s() / 2));
       const int suspects = lead_ && !pace_suspects(rounds.front(), layout_.hostnames).empty() ? 1 : 0;
       if (world_.broadcast_value(suspects, 0) != 0)
-        rounds.push_back(run_pace_round(*transport_, world_, layout_, window.left_s()));
-      for (std::size_t i = 0; i < rounds.size(); ++i)
-        if (rounds[i].iterations == 0 && cuts() != nullptr)
-          cuts()->push_back(
-              Cut{phase, i == 0 ? "pace round (who every collective waits for)" : "second pace round", "skipped"});
+        rounds.push_back(run_pace_round(*transport_, world_, layout_, work, window.left_s()));
+      if (cuts() != nullptr)
+        for (Cut& cut : pace_cuts(rounds, pace_iterations, phase)) cuts()->push_back(std::move(cut));
       if (lead_) judged = judge_stragglers(std::move(rounds), layout_.hostnames);
     }
     if (!lead_) return 0;

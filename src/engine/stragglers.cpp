@@ -1,6 +1,7 @@
 #include "fabricbench/engine/stragglers.hpp"
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -35,15 +36,22 @@ OpSpec allreduce_of(std::size_t bytes, int ranks) {
                 counts_for(Op::allreduce, DType::float32, bytes, ranks)};
 }
 
-// The fastest rank's time for one fill of `spec`'s buffers: the work is
-// sized by the ranks at full pace, so a slow rank's work is that many times
-// longer than the target, never the target itself.
-double fastest_fill_s(Transport& transport, const Comm& world, const OpSpec& spec) {
+// The fastest and the slowest rank's time for one fill of `spec`'s buffers:
+// the work is sized by the ranks at full pace, so a slow rank's work is that
+// many times longer than the target, never the target itself.
+struct FillTimes {
+  double fastest_s = 0;
+  double slowest_s = 0;
+};
+
+FillTimes fill_times(Transport& transport, const Comm& world, const OpSpec& spec, bool prepare_too = false) {
   const SteadyClock::time_point start = SteadyClock::now();
+  if (prepare_too) transport.prepare(spec);
   transport.fill(spec);
-  double t = -std::chrono::duration<double>(SteadyClock::now() - start).count();
-  world.allreduce_max(std::span<double>(&t, 1));
-  return -t;
+  const double t = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  std::array<double, 2> extremes{t, -t};
+  world.allreduce_max(std::span<double>(extremes));
+  return {-extremes[1], extremes[0]};
 }
 
 // Whole MiB, within the bounds, scaled so one fill takes about pace_work_s.
@@ -103,26 +111,36 @@ std::string shared_device(const std::vector<std::string>& devices) {
   return {};
 }
 
-PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, double seconds) {
+std::size_t size_pace_work(Transport& transport, const Comm& world, double seconds) {
+  const int n = world.size();
+  // Buffers made and filled at 1 MiB, a timed fill, then once more at the
+  // scaled size, as a small fill is bound by its launch. Larger buffers cost
+  // a slow rank as much per MiB to make and fill first as the first 1 MiB
+  // did: the size is held to what `seconds` pays for (a rank held to a
+  // tenth of a core spent 3.6 s making 72 MiB of buffers, more than the
+  // whole round's share, and the round was skipped).
+  OpSpec work = allreduce_of(least_work_bytes, n);
+  const double first_s = fill_times(transport, world, work, true).slowest_s;
+  std::size_t most = most_work_bytes;
+  if (world.rank() == 0 && std::isfinite(seconds) && first_s > 0)
+    most = std::clamp(static_cast<std::size_t>(seconds / first_s) * mib, least_work_bytes, most_work_bytes);
+  most = world.broadcast_value(most, 0);
+  std::size_t bytes = std::min(scaled_work(least_work_bytes, fill_times(transport, world, work).fastest_s), most);
+  work = allreduce_of(bytes, n);
+  transport.prepare(work);
+  const double fill_s = fill_times(transport, world, work).fastest_s;
+  if (fill_s < 0.5 * pace_work_s && bytes < most) bytes = std::min(scaled_work(bytes, fill_s), most);
+  return bytes;
+}
+
+PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, std::size_t bytes,
+                         double seconds) {
   const Window window(seconds);
   const int n = world.size();
   const bool lead = world.rank() == 0;
   PaceRound round;
-
-  // The work's size: a first fill (cold) and a timed one at 1 MiB, then
-  // once more at the scaled size, as a small fill is bound by its launch.
-  OpSpec work = allreduce_of(least_work_bytes, n);
+  const OpSpec work = allreduce_of(bytes, n);
   transport.prepare(work);
-  transport.fill(work);
-  std::size_t bytes = scaled_work(least_work_bytes, fastest_fill_s(transport, world, work));
-  work = allreduce_of(bytes, n);
-  transport.prepare(work);
-  const double fill_s = fastest_fill_s(transport, world, work);
-  if (fill_s < 0.5 * pace_work_s && bytes < most_work_bytes) {
-    bytes = scaled_work(bytes, fill_s);
-    work = allreduce_of(bytes, n);
-    transport.prepare(work);
-  }
   const OpSpec sync = allreduce_of(sizeof(float) * 2, n);
   transport.prepare(sync);
 
@@ -152,7 +170,8 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
   }
 
   // One reduction of maxima: each iteration's longest time inside and its
-  // shortest (negated), and each rank's median work in its own slot. Every
+  // shortest (negated), and each rank's upper-quartile work in its own slot (a
+  // rank slowed in a quarter of its iterations or more shows there). Every
   // rank then knows, per iteration, how long after the first arrival it
   // came (the longest time less its own) and the fastest rank's work.
   const std::size_t k = inside_s.size();
@@ -161,7 +180,7 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
   std::vector<double> maxima(inside_s);
   for (const double t : inside_s) maxima.push_back(-t);
   maxima.resize(2 * k + ranks, -std::numeric_limits<double>::infinity());
-  maxima[2 * k + me] = percentile(work_s, 0.5);
+  maxima[2 * k + me] = percentile(work_s, 0.75);
   world.allreduce_max(std::span<double>(maxima));
   const double fastest_work = *std::min_element(maxima.begin() + static_cast<std::ptrdiff_t>(2 * k), maxima.end());
 

@@ -221,7 +221,8 @@ TEST(MultinodeMpi, PaceRoundCountsWhoArrivedLastOnEveryRank) {
   const Comm world = Comm::world();
   MpiTransport transport(world);
   const Layout layout = rank_per_node_layout(world);
-  const PaceRound round = run_pace_round(transport, world, layout, unlimited_seconds);
+  const std::size_t work = size_pace_work(transport, world, unlimited_seconds);
+  const PaceRound round = run_pace_round(transport, world, layout, work, unlimited_seconds);
   if (world.size() == 1) {
     // Alone, every iteration is its own: still counted, never judged.
     EXPECT_EQ(round.iterations, pace_iterations);
@@ -247,7 +248,7 @@ TEST(MultinodeMpi, PaceRoundCountsWhoArrivedLastOnEveryRank) {
   world.allreduce_max(std::span<double>(most));
   EXPECT_EQ(mine, most);
 
-  const PaceRound none = run_pace_round(transport, world, layout, 1e-9);
+  const PaceRound none = run_pace_round(transport, world, layout, work, 1e-9);
   EXPECT_EQ(none.iterations, 0);
   EXPECT_TRUE(none.ranks.empty());
 }

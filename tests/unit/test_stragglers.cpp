@@ -80,6 +80,25 @@ TEST(Stragglers, LateAtEveryonesPaceIsNotSlow) {
   EXPECT_TRUE(pace_suspects(round, hosts).empty());
 }
 
+// A rank held to a slice of its core by a quota works at full speed inside
+// each slice and comes late by far more than its work: the time is lost
+// outside the work, and it holds every collective up all the same.
+TEST(Stragglers, LateByTwiceTheWorkAtEveryonesPaceIsSlow) {
+  PaceRound round = even_round(2, 1, 40);
+  make_slow(round, 1, 32, 1050.0);
+  round.ranks[1].lateness_us = 17800.0;
+  const std::vector<Straggler> s = pace_suspects(round, hosts);
+  ASSERT_EQ(s.size(), 1U);
+  EXPECT_EQ(s[0].ranks, std::vector<int>{1});
+  EXPECT_NE(s[0].message.find("its work ran at the other ranks' pace (1.1x their median), so the time was "
+                              "lost outside it: waiting for a CPU core or the GPU"),
+            std::string::npos)
+      << s[0].message;
+  // Late by less than twice the others' work: not named.
+  round.ranks[1].lateness_us = 1900.0;
+  EXPECT_TRUE(pace_suspects(round, hosts).empty());
+}
+
 TEST(Stragglers, EveryRankOfANodeSlowIsTheNode) {
   PaceRound round = even_round(4, 2, 40);
   make_slow(round, 4, 36, 3000.0);
@@ -190,6 +209,18 @@ TEST(Stragglers, ConfirmedIsAWarnWithAFixUnconfirmedIsInfo) {
   ASSERT_EQ(not_judged.size(), 1U);
   EXPECT_EQ(not_judged[0].level, Level::info);
   EXPECT_EQ(not_judged[0].kind, "pace_not_judged");
+}
+
+TEST(Stragglers, ARoundTheShareEndedEarlyIsACut) {
+  const PaceRound full = even_round(2, 2, 40);
+  EXPECT_TRUE(pace_cuts({full, full}, 40, Phase::health).empty());
+  const std::vector<Cut> cuts = pace_cuts({even_round(2, 2, 17), even_round(2, 2, 0)}, 40, Phase::health);
+  ASSERT_EQ(cuts.size(), 2U);
+  EXPECT_EQ(cuts[0].phase, Phase::health);
+  EXPECT_EQ(cuts[0].what, "pace round (who every collective waits for): 17 of 40 iterations");
+  EXPECT_EQ(cuts[0].action, "fewer iterations");
+  EXPECT_EQ(cuts[1].what, "second pace round");
+  EXPECT_EQ(cuts[1].action, "skipped");
 }
 
 TEST(Stragglers, SharedDeviceIsTheFirstGpuTwoRanksHold) {

@@ -6,17 +6,24 @@
 #include <string>
 #include <vector>
 
+#include "fabricbench/core/budget.hpp"
 #include "fabricbench/records/stragglers.hpp"
 
 namespace fabricbench {
 
 // A rank is a suspect when it came late (RankPace::late) in most of a
-// round's iterations (more than this share) and its own work took
-// pace_slower times the median of the other ranks' or more: a rank that
-// comes late while working at everyone's pace waits on something else (the
-// scheduler of a shared core), and is not named.
+// round's iterations (more than this share) and either its own work took
+// pace_slower times the median of the other ranks' or more, or its median
+// lateness is pace_lost times their work or more: working at everyone's
+// pace when it runs, it loses that time outside the work, waiting for its
+// core or GPU (a CPU quota, another process; a rank held to a tenth of a
+// core by a quota worked at full speed within each slice and came 18 ms
+// late). A rank late by less than that, at everyone's pace, is not named.
+// Ranks that share cores or a GPU are not judged at all (the round does
+// not run).
 inline constexpr double pace_most = 0.5;
 inline constexpr double pace_slower = 1.5;
+inline constexpr double pace_lost = 2.0;
 
 // Whether `late` of `iterations` is more than pace_most of them.
 bool late_in_most(int late, int iterations);
@@ -38,5 +45,10 @@ std::vector<Straggler> pace_suspects(const PaceRound& round, const std::vector<s
 // not, or when there was no second round (its message says which). A first
 // round at two paces leaves `uneven` saying so, and names no one.
 StragglersResult judge_stragglers(std::vector<PaceRound> rounds, const std::vector<std::string>& hostnames);
+
+// What the share left out of the rounds, as the budget's cuts of `phase`:
+// a round with no iterations was skipped; one with fewer than `wanted` is
+// judged on what it has, and the cut says how many it had.
+std::vector<Cut> pace_cuts(const std::vector<PaceRound>& rounds, int wanted, Phase phase);
 
 }  // namespace fabricbench

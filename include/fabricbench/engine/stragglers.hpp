@@ -48,11 +48,18 @@ std::vector<SharedCores> shared_cores(const Comm& world, const Layout& layout);
 // empty when every rank has a device of its own.
 std::string shared_device(const std::vector<std::string>& devices);
 
-// Runs one round on every rank of `world` (the transport's group) within
-// `seconds` (read on rank 0): the work's size, then iterations while the
-// next fits, up to pace_iterations. Returns the round on every rank;
-// `iterations` 0 when fewer than pace_min_iterations fitted (nothing
-// judged). `layout` gives each rank's node. Collective.
-PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, double seconds);
+// The work of the pace rounds, in bytes (the same for both rounds, whose
+// buffers it leaves made): scaled so the fastest rank's fill takes about
+// pace_work_s, and held to what `seconds` (rank 0's) pays for where a slow
+// rank makes and fills the buffers. Collective.
+std::size_t size_pace_work(Transport& transport, const Comm& world, double seconds);
+
+// Runs one round on every rank of `world` (the transport's group) with
+// `work_bytes` of work (size_pace_work) within `seconds` (read on rank 0):
+// iterations while the next fits, up to pace_iterations. Returns the round
+// on every rank; `iterations` 0 when fewer than pace_min_iterations fitted
+// (nothing judged). `layout` gives each rank's node. Collective.
+PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, std::size_t work_bytes,
+                         double seconds);
 
 }  // namespace fabricbench
