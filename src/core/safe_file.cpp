@@ -9,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -305,6 +306,64 @@ void check_distinct_outputs(const std::vector<NamedOutput>& outputs, const std::
   }
 }
 
+namespace {
+
+// The result written to an unnamed file in the target's folder (O_TMPFILE),
+// named only for the rename: a process killed while it writes or syncs
+// (the launcher's SIGKILL on a loaded machine, seconds into a slow fsync)
+// leaves nothing behind, where a named temporary stayed. False, with nothing
+// made, where the file system or the kernel has no unnamed files or /proc
+// cannot name one; the caller then writes through a named temporary.
+bool write_unnamed(const std::string& path, const std::string& text, mode_t mode) {
+  Unfinished& u = unfinished();
+  {
+    std::unique_lock lock(u.mutex);
+    if (u.ending && u.ender != std::this_thread::get_id()) {
+      lock.unlock();
+      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+    }
+  }
+  const std::string folder = folder_of(path);
+  const int fd = ::open(folder.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);  // NOLINT(*-vararg)
+  if (fd < 0) return false;
+  const bool written = write_all(fd, text) && ::fchmod(fd, mode) == 0 && (writing_last_words() || ::fsync(fd) == 0);
+  const int write_errno = errno;
+  if (!written) {
+    ::close(fd);
+    throw SystemError(fmt::format("cannot write {}: {}", path, std::strerror(write_errno)));
+  }
+  // Named and renamed under the lock: the run's end (begin_final_writes)
+  // comes before the name or after the rename, never between.
+  std::unique_lock lock(u.mutex);
+  if (u.ending && u.ender != std::this_thread::get_id()) {
+    ::close(fd);
+    lock.unlock();
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+  }
+  const std::string proc = fmt::format("/proc/self/fd/{}", fd);
+  std::string base = base_of(path);
+  constexpr std::size_t name_max = 255;
+  constexpr std::size_t added = 8;  // the dot in front and ".XXXXXX"
+  if (base.size() > name_max - added) base.resize(name_max - added);
+  std::random_device random;
+  std::string name;
+  int err = EEXIST;
+  for (int attempt = 0; attempt < 100 && err == EEXIST; ++attempt) {
+    name = fmt::format("{}/.{}.{:06x}", folder, base, random() & 0xffffffU);
+    err = ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
+  }
+  ::close(fd);
+  if (err != 0) return false;  // no name could be given: nothing was made
+  if (::rename(name.c_str(), path.c_str()) != 0) {
+    const int rename_errno = errno;
+    ::unlink(name.c_str());
+    throw SystemError(fmt::format("cannot rename {} to {}: {}", name, path, std::strerror(rename_errno)));
+  }
+  return true;
+}
+
+}  // namespace
+
 void write_file_safely(const std::string& path, const std::function<void(std::ostream&)>& produce) {
   std::ostringstream content;
   produce(content);
@@ -314,10 +373,11 @@ void write_file_safely(const std::string& path, const std::function<void(std::os
   const std::optional<struct stat> target = stat_of(path);
   if (target && !S_ISREG(target->st_mode))
     throw SystemError(fmt::format("{}: is {}, not a regular file; not replaced", path, file_kind(target->st_mode)));
+  const mode_t mode = target ? (target->st_mode & 0777) : (0666 & ~process_umask());
+  if (write_unnamed(path, text, mode)) return;
   const Temporary temp = make_temporary(path);
   if (temp.fd < 0)
     throw SystemError(fmt::format("cannot create a temporary file for {}: {}", path, std::strerror(errno)));
-  const mode_t mode = target ? (target->st_mode & 0777) : (0666 & ~process_umask());
   const bool written =
       write_all(temp.fd, text) && ::fchmod(temp.fd, mode) == 0 && (writing_last_words() || ::fsync(temp.fd) == 0);
   const int write_errno = errno;
