@@ -125,35 +125,57 @@ struct LastSaved {
   std::chrono::steady_clock::time_point start;
   // The reason the watchdog saved with (the launcher's notice that it ends
   // the job, or the end itself): the main thread's saves after it carry it
-  // too, so a save of its that lands after the notice's never drops it.
+  // too, and a save of theirs begun before it is dropped at its rename
+  // (supersede_writes), so none that lands after the notice's drops it.
   std::string reason;
+  // Until when nothing more is written after that save (what is measured is
+  // still remembered): Open MPI's SIGTERM comes a second after its SIGCONT
+  // and the SIGKILL within milliseconds of the SIGTERM, and a write the
+  // SIGKILL cuts between naming its file and the rename leaves that name
+  // behind. A job that goes on after the hold saves again as before.
+  std::chrono::steady_clock::time_point hold_until;
 };
+
+// Seconds the saves wait after the lead saved the launcher's notice: the
+// SIGTERM and the SIGKILL follow within about a second.
+constexpr double notice_hold_s = 5.0;
+
+bool holding(const LastSaved& last) { return std::chrono::steady_clock::now() < last.hold_until; }
 
 // What the watchdog's last words would write now (the result with its wall
 // time so far and its verdicts), without writing it: kept after every point,
 // so an interrupt saves every point that finished. Returns the reason the
-// watchdog saved with, if it did.
-std::string remember(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start,
-                     LastSaved& last) {
+// watchdog saved with, if it did, and whether the saves are held after it.
+struct Remembered {
+  std::string reason;
+  bool held = false;
+};
+
+Remembered remember(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start,
+                    LastSaved& last) {
   result.duration_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The file carries its verdicts, as `report` would judge it now.
   result.verdicts = judge_run(result, config.report, expectations_with(config.report.expectations_text)).verdicts;
   const std::lock_guard lock(last.mutex);
   last.result = result;
   last.start = start;
-  return last.reason;
+  return {last.reason, holding(last)};
 }
 
 // Saves with the wall time so far, so an interrupted run's file still says
 // how long it ran (and so what it cost).
 void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start, LastSaved& last) {
-  const std::string reason = remember(config, result, start, last);
-  if (reason.empty() || result.complete) {
+  // Taken before the reason is read: a notice that comes after drops this
+  // save at its rename (its own save holds this result and the reason).
+  const ContentSnapshot snapshot;
+  const Remembered remembered = remember(config, result, start, last);
+  if (remembered.reason.empty() || result.complete) {
     write_results(config, result);
     return;
   }
+  if (remembered.held) return;
   RunResult noticed = result;
-  noticed.end_reason = reason;
+  noticed.end_reason = remembered.reason;
   write_results(config, noticed);
 }
 
@@ -166,10 +188,21 @@ void install_last_words(Watchdog* watchdog, const RunConfig& config, LastSaved& 
     std::chrono::steady_clock::time_point start;
     {
       const std::lock_guard lock(last.mutex);
+      // The launcher's SIGTERM a second after the SIGCONT that saved this
+      // reason: the file says it, and a write now would race the SIGKILL
+      // (what was measured in that second is not saved, and the wall time
+      // is the SIGCONT's).
+      if (last.reason == reason && holding(last)) return;
       result = last.result;
       start = last.start;
       last.reason = reason;
+      last.hold_until =
+          std::chrono::steady_clock::now() +
+          std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(notice_hold_s));
     }
+    // After the reason is set: every save begun before is dropped, every
+    // later one reads the reason.
+    supersede_writes();
     result.complete = false;
     result.end_reason = reason;
     if (start != std::chrono::steady_clock::time_point{})

@@ -47,22 +47,23 @@ std::optional<struct stat> stat_of(const std::string& path) {
   return st;
 }
 
-// A fresh temporary beside `path`: mkstemp opens it O_CREAT|O_EXCL with mode
-// 0600, so neither a planted file nor a planted symlink is ever opened.
+// A named temporary and its descriptor (make_temporary).
 struct Temporary {
   std::string name;
   int fd = -1;
 };
 
-// The temporaries being written now, and whether the run is ending (the
-// watchdog's thread writing the last words, then ending the process): a
+// The temporaries being written now, whether the run is ending (the
+// watchdog's thread writing the last words, then ending the process: a
 // write another thread finishes after that would replace the last words
-// with an older result, so it is dropped instead.
+// with an older result, so it is dropped instead), and how many times a
+// newer save has superseded the writes begun before it (supersede_writes).
 struct Unfinished {
   std::mutex mutex;
   std::set<std::string> names;
   bool ending = false;
   std::thread::id ender;
+  std::uint64_t epoch = 0;
 };
 
 Unfinished& unfinished() {
@@ -70,22 +71,45 @@ Unfinished& unfinished() {
   return u;
 }
 
-// ".<name>.XXXXXX" fits a name of up to 255 bytes (NAME_MAX): a long target
-// name is shortened in its temporary's.
-Temporary make_temporary(const std::string& path) {
+// The epoch this thread's content was taken in, while a ContentSnapshot
+// lives; without one a write counts from its own start.
+thread_local std::optional<std::uint64_t> snapshot_epoch;
+
+std::uint64_t content_epoch() {
+  if (snapshot_epoch) return *snapshot_epoch;
+  Unfinished& u = unfinished();
+  const std::lock_guard lock(u.mutex);
+  return u.epoch;
+}
+
+// When the run is ending on another thread (`lock` holds u.mutex), this
+// thread's write would be dropped, and whatever it made from now on could
+// outlive the removal of the unfinished ones: it waits for the process to end.
+void wait_if_another_thread_ends(std::unique_lock<std::mutex>& lock) {
+  const Unfinished& u = unfinished();
+  if (!u.ending || u.ender == std::this_thread::get_id()) return;
+  lock.unlock();
+  for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
+}
+
+// A temporary's name beside `path` but for its 7-byte ending (".XXXXXX"):
+// "<folder>/.<name>", the name shortened so that the whole fits 255 bytes
+// (NAME_MAX) whatever the target's length.
+std::string temporary_stem(const std::string& path) {
   constexpr std::size_t name_max = 255;
-  constexpr std::size_t added = 8;  // the dot in front and ".XXXXXX"
+  constexpr std::size_t added = 8;  // the dot in front and the 7-byte ending
   std::string base = base_of(path);
   if (base.size() > name_max - added) base.resize(name_max - added);
-  std::string name = fmt::format("{}/.{}.XXXXXX", folder_of(path), base);
+  return fmt::format("{}/.{}", folder_of(path), base);
+}
+
+// A fresh temporary beside `path`: mkstemp opens it O_CREAT|O_EXCL with mode
+// 0600, so neither a planted file nor a planted symlink is ever opened.
+Temporary make_temporary(const std::string& path) {
+  std::string name = temporary_stem(path) + ".XXXXXX";
   Unfinished& u = unfinished();
   std::unique_lock lock(u.mutex);
-  // The run is ending on another thread: this write would be dropped, and a
-  // temporary made now could outlive the removal of the unfinished ones.
-  if (u.ending && u.ender != std::this_thread::get_id()) {
-    lock.unlock();
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-  }
+  wait_if_another_thread_ends(lock);
   const int fd = mkostemp(name.data(), O_CLOEXEC);
   if (fd >= 0) u.names.insert(name);
   return {fd < 0 ? std::string() : name, fd};
@@ -94,8 +118,9 @@ Temporary make_temporary(const std::string& path) {
 thread_local bool unsynced_thread = false;  // while an UnsyncedWrites lives
 
 // The last words: written by the thread that ends the run, which the
-// launcher kills a second after its SIGTERM (Open MPI). They are not synced
-// to disk, which can take longer than that on a busy machine; the rename
+// launcher may kill milliseconds after its SIGTERM (Open MPI: SIGCONT,
+// SIGTERM a second later, then SIGKILL; seen 10 to 40 ms after the SIGTERM).
+// They are not synced to disk, which can take longer on a busy machine; the rename
 // still makes them whole for every reader, and only a power loss in the
 // next seconds could lose them. A thread holding UnsyncedWrites writes so too.
 bool writing_last_words() {
@@ -111,21 +136,27 @@ void forget_temporary(const std::string& name) {
   u.names.erase(name);
 }
 
-// Renames the temporary onto `path` (0, or the errno), unless the run is
-// ending and this is not the thread that ends it: the temporary is removed
-// and the thread waits for the process to end.
-int commit_temporary(const Temporary& temp, const std::string& path) {
+// What becomes of a write whose content was taken in epoch `taken` as it
+// reaches its rename (`lock` holds u.mutex): it waits for the process to end
+// when the run is ending on another thread; false when a newer save has
+// superseded it (it is dropped); true when it lands.
+bool may_land(std::unique_lock<std::mutex>& lock, std::uint64_t taken) {
+  wait_if_another_thread_ends(lock);
+  return taken >= unfinished().epoch;
+}
+
+// Renames the temporary onto `path`: 0, or the errno, or -1 when a newer
+// save superseded its content (the temporary is then removed). When the run
+// is ending on another thread, the temporary is removed and this thread
+// waits for the process to end.
+int commit_temporary(const Temporary& temp, const std::string& path, std::uint64_t taken) {
   Unfinished& u = unfinished();
   std::unique_lock lock(u.mutex);
-  if (u.ending && u.ender != std::this_thread::get_id()) {
-    ::unlink(temp.name.c_str());
-    u.names.erase(temp.name);
-    lock.unlock();
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-  }
-  const int err = ::rename(temp.name.c_str(), path.c_str()) == 0 ? 0 : errno;
   u.names.erase(temp.name);
-  return err;
+  const bool ends_elsewhere = u.ending && u.ender != std::this_thread::get_id();
+  if (ends_elsewhere || taken < u.epoch) ::unlink(temp.name.c_str());
+  if (!may_land(lock, taken)) return -1;
+  return ::rename(temp.name.c_str(), path.c_str()) == 0 ? 0 : errno;
 }
 
 mode_t process_umask() {
@@ -257,6 +288,23 @@ void remove_unfinished_temporaries() noexcept {
   u.names.clear();
 }
 
+void supersede_writes() noexcept {
+  Unfinished& u = unfinished();
+  const std::lock_guard lock(u.mutex);
+  ++u.epoch;
+  // Their temporaries go now, as the end's do: the writer may be stuck in a
+  // slow fsync when the launcher's SIGKILL comes.
+  for (const std::string& name : u.names) ::unlink(name.c_str());
+  u.names.clear();
+}
+
+ContentSnapshot::ContentSnapshot() : before_(snapshot_epoch) {
+  Unfinished& u = unfinished();
+  const std::lock_guard lock(u.mutex);
+  snapshot_epoch = u.epoch;
+}
+ContentSnapshot::~ContentSnapshot() { snapshot_epoch = before_; }
+
 void check_output_target(const std::string& path, const std::string& flag) {
   if (path.empty()) throw UsageError(fmt::format("{}: empty file name", flag));
   if (const auto st = stat_of(path); st && !S_ISREG(st->st_mode))
@@ -308,63 +356,73 @@ void check_distinct_outputs(const std::vector<NamedOutput>& outputs, const std::
 
 namespace {
 
+// How a write ended.
+enum class Written {
+  replaced,    // the target holds the content
+  superseded,  // a newer save came first: nothing was written
+  no_unnamed,  // (write_unnamed) no unnamed file here: nothing was made
+};
+
 // The result written to an unnamed file in the target's folder (O_TMPFILE),
 // named only for the rename: a process killed while it writes or syncs
 // (the launcher's SIGKILL on a loaded machine, seconds into a slow fsync)
-// leaves nothing behind, where a named temporary stayed. False, with nothing
-// made, where the file system or the kernel has no unnamed files or /proc
-// cannot name one; the caller then writes through a named temporary.
-bool write_unnamed(const std::string& path, const std::string& text, mode_t mode) {
+// leaves nothing behind, where a named temporary stayed. The name is given
+// and renamed at once, in two system calls side by side (the name made
+// first, the descriptor closed after): a kill between them is the only one
+// that leaves a file. Written::no_unnamed, with nothing made, where the file
+// system or the kernel has no unnamed files or /proc cannot name one; the
+// caller then writes through a named temporary.
+Written write_unnamed(const std::string& path, const std::string& text, mode_t mode, std::uint64_t taken) {
   Unfinished& u = unfinished();
   {
     std::unique_lock lock(u.mutex);
-    if (u.ending && u.ender != std::this_thread::get_id()) {
-      lock.unlock();
-      for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-    }
+    wait_if_another_thread_ends(lock);
   }
-  const std::string folder = folder_of(path);
-  const int fd = ::open(folder.c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);  // NOLINT(*-vararg)
-  if (fd < 0) return false;
+  const int fd = ::open(folder_of(path).c_str(), O_TMPFILE | O_WRONLY | O_CLOEXEC, 0600);  // NOLINT(*-vararg)
+  if (fd < 0) return Written::no_unnamed;
   const bool written = write_all(fd, text) && ::fchmod(fd, mode) == 0 && (writing_last_words() || ::fsync(fd) == 0);
   const int write_errno = errno;
   if (!written) {
     ::close(fd);
     throw SystemError(fmt::format("cannot write {}: {}", path, std::strerror(write_errno)));
   }
-  // Named and renamed under the lock: the run's end (begin_final_writes)
-  // comes before the name or after the rename, never between.
-  std::unique_lock lock(u.mutex);
-  if (u.ending && u.ender != std::this_thread::get_id()) {
-    ::close(fd);
-    lock.unlock();
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(1));
-  }
   const std::string proc = fmt::format("/proc/self/fd/{}", fd);
-  std::string base = base_of(path);
-  constexpr std::size_t name_max = 255;
-  constexpr std::size_t added = 8;  // the dot in front and ".XXXXXX"
-  if (base.size() > name_max - added) base.resize(name_max - added);
+  const std::string stem = temporary_stem(path);
   std::random_device random;
-  std::string name;
+  const auto fresh_name = [&] { return fmt::format("{}.{:06x}", stem, random() & 0xffffffU); };
+  std::string name = fresh_name();
+  // Named and renamed under the lock: the run's end (begin_final_writes) and
+  // a newer save (supersede_writes) come before the name or after the
+  // rename, never between.
+  std::unique_lock lock(u.mutex);
+  if (!may_land(lock, taken)) {
+    ::close(fd);
+    return Written::superseded;
+  }
   int err = EEXIST;
   for (int attempt = 0; attempt < 100 && err == EEXIST; ++attempt) {
-    name = fmt::format("{}/.{}.{:06x}", folder, base, random() & 0xffffffU);
+    if (attempt > 0) name = fresh_name();
     err = ::linkat(AT_FDCWD, proc.c_str(), AT_FDCWD, name.c_str(), AT_SYMLINK_FOLLOW) == 0 ? 0 : errno;
   }
-  ::close(fd);
-  if (err != 0) return false;  // no name could be given: nothing was made
-  if (::rename(name.c_str(), path.c_str()) != 0) {
-    const int rename_errno = errno;
-    ::unlink(name.c_str());
-    throw SystemError(fmt::format("cannot rename {} to {}: {}", name, path, std::strerror(rename_errno)));
+  if (err != 0) {
+    ::close(fd);
+    return Written::no_unnamed;  // no name could be given: nothing was made
   }
-  return true;
+  const int renamed = ::rename(name.c_str(), path.c_str()) == 0 ? 0 : errno;
+  ::close(fd);
+  if (renamed != 0) {
+    ::unlink(name.c_str());
+    throw SystemError(fmt::format("cannot rename {} to {}: {}", name, path, std::strerror(renamed)));
+  }
+  return Written::replaced;
 }
 
 }  // namespace
 
-void write_file_safely(const std::string& path, const std::function<void(std::ostream&)>& produce) {
+bool write_file_safely(const std::string& path, const std::function<void(std::ostream&)>& produce) {
+  // Counted from before the content is made: a newer save that comes while
+  // it is made or written drops it.
+  const std::uint64_t taken = content_epoch();
   std::ostringstream content;
   produce(content);
   // Taken out of the stream before the temporary exists: running out of
@@ -374,7 +432,7 @@ void write_file_safely(const std::string& path, const std::function<void(std::os
   if (target && !S_ISREG(target->st_mode))
     throw SystemError(fmt::format("{}: is {}, not a regular file; not replaced", path, file_kind(target->st_mode)));
   const mode_t mode = target ? (target->st_mode & 0777) : (0666 & ~process_umask());
-  if (write_unnamed(path, text, mode)) return;
+  if (const Written w = write_unnamed(path, text, mode, taken); w != Written::no_unnamed) return w == Written::replaced;
   const Temporary temp = make_temporary(path);
   if (temp.fd < 0)
     throw SystemError(fmt::format("cannot create a temporary file for {}: {}", path, std::strerror(errno)));
@@ -387,10 +445,13 @@ void write_file_safely(const std::string& path, const std::function<void(std::os
     forget_temporary(temp.name);
     throw SystemError(fmt::format("cannot write {}: {}", path, std::strerror(err)));
   }
-  if (const int err = commit_temporary(temp, path); err != 0) {
+  const int err = commit_temporary(temp, path, taken);
+  if (err == -1) return false;
+  if (err != 0) {
     ::unlink(temp.name.c_str());
     throw SystemError(fmt::format("cannot rename {} to {}: {}", temp.name, path, std::strerror(err)));
   }
+  return true;
 }
 
 }  // namespace fabricbench

@@ -243,8 +243,9 @@ void Watchdog::launcher_notice(const SignalRelay* relay) {
   if (noticed_ || has_cleanup()) return;
   noticed_ = true;
   // Saved now, without ending: the run goes on if the job does. Not synced:
-  // SIGKILL comes two seconds after the SIGCONT, and a busy disk's fsync can
-  // outlast that (the file then kept the save before, without the reason).
+  // the SIGTERM comes a second after the SIGCONT and the SIGKILL within
+  // milliseconds of it, and a busy disk's fsync can outlast that (the file
+  // then kept the save before, without the reason).
   const UnsyncedWrites unsynced;
   const std::lock_guard lock(words_mutex_);
   try {
@@ -312,10 +313,10 @@ void Watchdog::watch() {
         // (that rank sent it before it ended, before the launcher saw the
         // end), else the launcher's.
         fire_with_relayed(relay);
-        // Saved on the notice already, but the run went on and a save of
-        // the main thread's may have landed since, without the reason: save
-        // again as the last words (unsynced; SIGKILL is a second away), after
-        // which no other thread's write lands.
+        // Saved on the notice already: the last words, after which no other
+        // thread's write lands, skip the launcher's own reason within
+        // seconds of it (the SIGKILL may be milliseconds away; the app's
+        // install_last_words) and save any other.
         fire(with_stall(launcher_reason(name)), signal_code_);
       }
     }

@@ -106,6 +106,37 @@ TEST_F(SafeFileTest, ANameOfTheLongestLegalLengthIsWritten) {
   EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
 }
 
+// The lead's save as the launcher ends the job (with the reason) while the
+// main thread's save of an older result is in flight (a slow fsync): the
+// older one is dropped at its rename, so it never replaces the newer, and
+// a save whose content is taken after it lands.
+TEST_F(SafeFileTest, ASaveTakenBeforeANewerOneIsDroppedAtItsRename) {
+  const fs::path target = dir_ / "r.json";
+  std::atomic<int> stage{0};
+  bool older_landed = true;
+  std::thread older([&] {
+    const ContentSnapshot snapshot;  // the result is read now
+    older_landed = write_file_safely(target.string(), [&](std::ostream& o) {
+      o << "older";
+      stage = 1;
+      while (stage < 2) std::this_thread::yield();
+    });
+  });
+  while (stage < 1) std::this_thread::yield();
+  supersede_writes();
+  EXPECT_TRUE(write_file_safely(target.string(), [](std::ostream& o) { o << "with the reason"; }));
+  stage = 2;
+  older.join();
+  EXPECT_FALSE(older_landed);
+  EXPECT_EQ(read(target), "with the reason");
+  {
+    const ContentSnapshot snapshot;
+    EXPECT_TRUE(write_file_safely(target.string(), [](std::ostream& o) { o << "later"; }));
+  }
+  EXPECT_EQ(read(target), "later");
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), fs::directory_iterator{}), 1);
+}
+
 // What the watchdog does when a signal ends the run while another thread is
 // writing the same file: in a child process, as the real end is _Exit.
 TEST_F(SafeFileTest, TheLastWordsAreNotReplacedAndNoTemporaryStays) {

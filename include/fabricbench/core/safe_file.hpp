@@ -9,12 +9,15 @@
 //    refused (exit 2): one would silently replace the other;
 //  - content goes to a fresh temporary in the target's folder, made with
 //    mkstemp (O_CREAT|O_EXCL: never a name anyone can predict and plant a
-//    symlink on), written whole, synced, then renamed onto the target. A
+//    symlink on) or an unnamed file (O_TMPFILE) named only for the rename,
+//    written whole, synced, then renamed onto the target. A
 //    symlink at the target is replaced, never written through; a failure
 //    leaves the target as it was and removes the temporary.
 
+#include <cstdint>
 #include <functional>
 #include <iosfwd>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -61,12 +64,37 @@ struct NamedOutput {
 // Empty paths are ignored.
 void check_distinct_outputs(const std::vector<NamedOutput>& outputs, const std::vector<std::string>& inputs);
 
-// Writes what `produce` writes into a mkstemp temporary beside `path`, syncs
-// it, gives it the target's mode (a new file: 0666 less the umask), and
-// renames it onto `path`. Throws SystemError naming the file when any step
-// fails or when `path` has meanwhile become something other than a regular
-// file; `path` is then unchanged and the temporary gone.
-void write_file_safely(const std::string& path, const std::function<void(std::ostream&)>& produce);
+// Writes what `produce` writes into an unnamed file in `path`'s folder
+// (O_TMPFILE; else a mkstemp temporary beside it), syncs it, gives it the
+// target's mode (a new file: 0666 less the umask), and renames it onto
+// `path`. Throws SystemError naming the file when any step fails or when
+// `path` has meanwhile become something other than a regular file; `path`
+// is then unchanged and the temporary gone. Returns false, with nothing
+// written, when a newer save superseded the content (supersede_writes)
+// before its rename.
+bool write_file_safely(const std::string& path, const std::function<void(std::ostream&)>& produce);
+
+// Another thread has just taken newer content than any write in flight
+// (the lead's save as the launcher ends the job, with the reason): the
+// writes whose content was taken before now are dropped at their rename and
+// their temporaries removed, so none of them replaces the newer save. Call
+// it before writing the newer content.
+void supersede_writes() noexcept;
+
+// While one lives, the calling thread's writes count from its creation
+// rather than from their own start: make one before reading the state the
+// content is made from, so a supersede_writes() that comes after that read
+// drops them. Without one, a write counts from its start.
+class ContentSnapshot {
+ public:
+  ContentSnapshot();
+  ~ContentSnapshot();
+  ContentSnapshot(const ContentSnapshot&) = delete;
+  ContentSnapshot& operator=(const ContentSnapshot&) = delete;
+
+ private:
+  std::optional<std::uint64_t> before_;
+};
 
 // The run is ending (the watchdog, on a signal or a deadline, from its own
 // thread): from now on only the calling thread's writes land. Another
@@ -78,7 +106,8 @@ void begin_final_writes() noexcept;
 
 // While one lives, the calling thread's writes are not synced to disk: a
 // save that races the launcher's SIGKILL (the lead's save on Open MPI's
-// SIGCONT, two seconds before it). The rename still makes the file whole for
+// SIGCONT: its SIGTERM comes a second later and the SIGKILL may follow that
+// within milliseconds). The rename still makes the file whole for
 // every reader; only a power loss in the next seconds could lose it.
 class UnsyncedWrites {
  public:
