@@ -554,22 +554,23 @@ class RunPipeline {
         wire_nics_per_node(result_.topology, layout_.ranks_per_node.empty() ? 1 : layout_.ranks_per_node.front());
     listener.on_point = [this, nics](std::span<const SweepRecord> measured) {
       const std::vector<SweepRecord> records = with_nic_wire(measured, layout_.nodes, nics);
-      printers_.point(records);
       for (const SweepRecord& r : records) {
         result_.records.push_back(r);
         if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
       }
       // Kept for the last words after every point, between its timed
-      // batches and the next point's: an interrupted sweep's file holds
-      // every row it printed. Written at each op's end (the phase's save
-      // writes the last): writing after every point kept a write in flight
-      // nearly always when the launcher ends the job, and its temporary
-      // could outlive the launcher's SIGKILL.
+      // batches and the next point's, and before it is printed: an
+      // interrupted sweep's file holds every row it printed (the launcher's
+      // notice saves what is kept, and nothing after it). Written at each
+      // op's end (the phase's save writes the last): writing after every
+      // point kept a write in flight nearly always when the launcher ends
+      // the job, and its temporary could outlive the launcher's SIGKILL.
+      remember(config_, result_, started_, last_);
+      printers_.point(records);
       if (!records.empty() && last_op_ && *last_op_ != records.front().op) {
         save(config_, result_, started_, last_);
       }
       if (!records.empty()) last_op_ = records.front().op;
-      remember(config_, result_, started_, last_);
     };
     SweepCost cost;
     run_sweep(config_, *transport_, world_, listener, seconds, cuts(), &cost);
@@ -682,10 +683,11 @@ class RunPipeline {
     }
     P2PSweepResult sweep =
         run_p2p_sweep(config_, *transport_, world_, layout_, [this](std::span<const P2PRecord> records) {
-          printers_.p2p_row(records);
           P2PSweepResult& so_far = *result_.p2p_sweep;
           so_far.records.insert(so_far.records.end(), records.begin(), records.end());
           if (!records.empty() && records.front().wrong) so_far.wrong += *records.front().wrong;
+          remember(config_, result_, started_, last_);  // kept before it is printed, as the sweep's rows
+          printers_.p2p_row(records);
           save(config_, result_, started_, last_);
         });
     if (!lead_) return;

@@ -284,12 +284,30 @@ TEST(Findings, ANodeWithNoFigureIsASuspect) {
   EXPECT_NE(f[0].message.find("no figure for b"), std::string::npos);
 }
 
+// What the first pass suspects: a node at a fiftieth of `ref`, or the link
+// between nodes a and b at a fiftieth of 1 GB/s.
+Finding suspect_node(int n, double ref) {
+  Finding f;
+  f.nodes = {n};
+  f.hosts = {hosts[static_cast<std::size_t>(n)]};
+  f.value_gbs = ref / 50;
+  f.reference_gbs = ref;
+  f.message = "slow node";
+  return f;
+}
+
+Finding suspect_link(int a, int b) {
+  Finding f = suspect_node(a, 1.0);
+  f.kind = FindingKind::slow_link;
+  f.nodes = {a, b};
+  f.hosts.push_back(hosts[static_cast<std::size_t>(b)]);
+  f.message = "slow link";
+  return f;
+}
+
 TEST(Confirmation, PairsEachSuspectWithHealthyNodesInRounds) {
-  Finding node;
-  node.nodes = {2};
-  Finding link;
-  link.kind = FindingKind::slow_link;
-  link.nodes = {0, 5};
+  const Finding node = suspect_node(2, 1.0);
+  const Finding link = suspect_link(0, 5);
   const auto pairs = confirmation_pairs({node, link}, 6);
   // Node 2 with three healthy nodes (1, 3, 4), link 0-5 again and each end with one.
   std::set<std::pair<int, int>> want{{0, 5}, {1, 2}, {2, 3}, {2, 4}, {0, 1}, {3, 5}};
@@ -308,41 +326,20 @@ TEST(Confirmation, PairsEachSuspectWithHealthyNodesInRounds) {
     }
   EXPECT_EQ(met, want);
   // No healthy node left: only a suspect link is measured again.
-  Finding alone;
-  alone.nodes = {0};
-  EXPECT_TRUE(confirmation_pairs({alone}, 1).empty());
-  Finding only_link = link;
-  only_link.nodes = {0, 1};
-  EXPECT_EQ(confirmation_pairs({only_link}, 2), (std::vector<std::pair<int, int>>{{0, 1}}));
+  EXPECT_TRUE(confirmation_pairs({suspect_node(0, 1.0)}, 1).empty());
+  EXPECT_EQ(confirmation_pairs({suspect_link(0, 1)}, 2), (std::vector<std::pair<int, int>>{{0, 1}}));
 }
 
 // One slow node and one slow link among four touch every node: the slow
 // node is measured again with the ends of the suspect link (never across a
 // suspect link, never with a suspect node), not left with no partner.
 TEST(Confirmation, TheEndsOfASuspectLinkArePartnersWhenNoOtherNodeIsLeft) {
-  Finding node;
-  node.nodes = {1};
-  Finding link;
-  link.kind = FindingKind::slow_link;
-  link.nodes = {0, 3};
-  Finding noisy = link;
-  noisy.nodes = {2, 3};
-  const auto pairs = confirmation_pairs({node, link, noisy}, 4);
+  const auto pairs = confirmation_pairs({suspect_node(1, 1.0), suspect_link(0, 3), suspect_link(2, 3)}, 4);
   const std::set<std::pair<int, int>> got(pairs.begin(), pairs.end());
   // Node 1 with 0, 2 and 3; each link again; end 0 with node 2 (and end 2
   // with node 0), never node 3 with 0 or 2 across the other suspect link.
   const std::set<std::pair<int, int>> want{{0, 1}, {1, 2}, {1, 3}, {0, 3}, {2, 3}, {0, 2}};
   EXPECT_EQ(got, want);
-}
-
-Finding suspect_node(int n, double ref) {
-  Finding f;
-  f.nodes = {n};
-  f.hosts = {hosts[static_cast<std::size_t>(n)]};
-  f.value_gbs = ref / 50;
-  f.reference_gbs = ref;
-  f.message = "slow node";
-  return f;
 }
 
 TEST(Confirmation, ConfirmsASlowNodeAndClearsANoisyOne) {
@@ -376,11 +373,7 @@ TEST(Confirmation, SlowWithOnePartnerOfSeveralIsThatLink) {
 }
 
 TEST(Confirmation, ALinkIsConfirmedWhenSlowAgainAndANodeWithoutPartnersIsNot) {
-  Finding link;
-  link.kind = FindingKind::slow_link;
-  link.nodes = {0, 1};
-  link.hosts = {"a", "b"};
-  link.reference_gbs = 1.0;
+  const Finding link = suspect_link(0, 1);
   PairMatrix second(4);
   set_pair(second, 0, 1, 0.01);
   set_pair(second, 0, 2, 1.0);
@@ -400,12 +393,8 @@ TEST(Confirmation, ALinkIsConfirmedWhenSlowAgainAndANodeWithoutPartnersIsNot) {
 }
 
 TEST(Confirmation, ANodeIsNotJudgedAcrossASuspectLink) {
-  Finding node = suspect_node(1, 1.0);
-  Finding link;
-  link.kind = FindingKind::slow_link;
-  link.nodes = {1, 2};
-  link.hosts = {"b", "c"};
-  link.reference_gbs = 1.0;
+  const Finding node = suspect_node(1, 1.0);
+  const Finding link = suspect_link(1, 2);
   PairMatrix second(4);
   set_pair(second, 1, 2, 0.01);  // the link slow again
   set_pair(second, 1, 0, 0.9);   // node 1 fast with the others
