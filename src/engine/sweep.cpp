@@ -89,7 +89,7 @@ double warm_estimate(std::vector<double> times, bool settled, bool first_is_cold
 }  // namespace
 
 Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec,
-                       double share_s) {
+                       double share_s, double reach_s) {
   const Window window(share_s);
   const bool lead = comm.rank() == 0;
   const IterationPolicy& policy = config.iterations;
@@ -195,8 +195,13 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   // count is one batch, as nccl-tests times it.
   int first_iters = wanted;
   if (lead && std::isfinite(share_s) && per_iteration > 0) {
-    // What fits the share, the distribution's batch (a quarter) included.
-    const double fit = std::floor(window.left_s() / (per_iteration * (stamps_inline ? 1.0 : 1.25)));
+    // What fits the share, the distribution's batch (a quarter) included;
+    // up to the fewest iterations, what fits the reach.
+    const double per_fit = per_iteration * (stamps_inline ? 1.0 : 1.25);
+    double fit = std::floor(window.left_s() / per_fit);
+    const int fewest = std::min(wanted, std::max(1, policy.min_iters));
+    if (fit < fewest && reach_s > share_s)
+      fit = std::min<double>(fewest, std::floor((reach_s - window.elapsed_s()) / per_fit));
     if (fit < first_iters) first_iters = static_cast<int>(std::max(0.0, fit));
   }
   // One agreement for the first round: its iterations, and whether the
@@ -406,6 +411,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
   std::size_t measurements_left = points.size() * wanted.size();
   for (const Point& p : points)
     weight_left += static_cast<double>(wanted.size()) * point_weight(counts_for(p.op, p.dtype, p.bytes, n).bytes);
+  const double weight_total = weight_left;
   LastMeasured last;
 
   for (std::size_t index = 0; index < points.size(); ++index) {
@@ -448,6 +454,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
         // none (-1) when the previous size, scaled, shows its warm-up and
         // one iteration would not fit.
         double share = unlimited_seconds;
+        double reach = 0;
         if (lead && std::isfinite(seconds)) {
           // The larger of an even part and a part by bytes: small sizes
           // use little of theirs, and what they leave flows on.
@@ -455,6 +462,15 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
                   std::max(point_weight(counts.bytes) / std::max(weight_left, 1.0),
                            1.0 / static_cast<double>(std::max<std::size_t>(measurements_left, 1)));
           if (skip_before_warmup(last, point.op, counts.bytes, share, config.iterations.warmup)) share = -1;
+          // The phase ahead of its plan (less time spent than the share of
+          // the bytes measured so far): up to that lead, and never more
+          // than a quarter of what is left, to reach the fewest iterations.
+          // A warm-up slowed by a busy core cut a healthy 4 MiB point to 4
+          // iterations with 17 of 24 s unused; a slow link keeps the phase
+          // on its plan, and its points are cut as before.
+          const double planned = phase.seconds() * (1.0 - weight_left / std::max(weight_total, 1.0));
+          const double lead_s = std::max(0.0, planned - phase.elapsed_s());
+          reach = share + std::min(lead_s, 0.25 * std::max(0.0, phase.left_s()));
         }
         share = comm.broadcast_value(share, 0);
         weight_left -= point_weight(counts.bytes);
@@ -463,7 +479,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
         if (share >= 0) {
           if (!prepared) transport.prepare(spec);
           prepared = true;
-          m = measure_op(config, transport, comm, spec, share);
+          m = measure_op(config, transport, comm, spec, share, reach);
           add_cost(spent, m.cost);
           // The timed mean, not the warm-up: a cold warm-up alone must not
           // skip the sizes after it.

@@ -37,9 +37,11 @@ struct Measurement {
 // policy's warm-up, and at least one timed one for adaptive counts), the iteration count decided on the group's
 // rank 0 and split into four or more batches, and more batches until the spread of their means puts the mean within
 // the policy's precision or its max_time_ms (counted from the first batch) is up. `share_s` (read on the group's
-// rank 0) bounds the whole measurement: a count that does not fit is cut. Collective over the group.
+// rank 0) bounds the whole measurement: a count that does not fit is cut. `reach_s` (rank 0; at least `share_s`)
+// is what it may take to reach the policy's fewest iterations when the share holds fewer: a phase well inside its
+// own share lends a measurement that time rather than cutting it. Collective over the group.
 Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec,
-                       double share_s = unlimited_seconds);
+                       double share_s = unlimited_seconds, double reach_s = 0);
 
 // The iterations to add after `done` of them gave a relative half-width of
 // `precision_reached`: none once the policy's precision is met, the count is
