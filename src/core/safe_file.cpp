@@ -71,6 +71,13 @@ Unfinished& unfinished() {
   return u;
 }
 
+// Removes every named temporary being written (u.mutex held): an open
+// descriptor outlives its name.
+void remove_temporaries(Unfinished& u) {
+  for (const std::string& name : u.names) ::unlink(name.c_str());
+  u.names.clear();
+}
+
 // The epoch this thread's content was taken in, while a ContentSnapshot
 // lives; without one a write counts from its own start.
 thread_local std::optional<std::uint64_t> snapshot_epoch;
@@ -277,15 +284,13 @@ void begin_final_writes() noexcept {
   // temporaries go now, not after the last words, which the launcher's
   // SIGKILL may cut short on a loaded machine (a write stuck in a slow
   // fsync would otherwise stay behind). An open descriptor outlives the name.
-  for (const std::string& name : u.names) ::unlink(name.c_str());
-  u.names.clear();
+  remove_temporaries(u);
 }
 
 void remove_unfinished_temporaries() noexcept {
   Unfinished& u = unfinished();
   const std::lock_guard lock(u.mutex);
-  for (const std::string& name : u.names) ::unlink(name.c_str());
-  u.names.clear();
+  remove_temporaries(u);
 }
 
 void supersede_writes() noexcept {
@@ -294,8 +299,7 @@ void supersede_writes() noexcept {
   ++u.epoch;
   // Their temporaries go now, as the end's do: the writer may be stuck in a
   // slow fsync when the launcher's SIGKILL comes.
-  for (const std::string& name : u.names) ::unlink(name.c_str());
-  u.names.clear();
+  remove_temporaries(u);
 }
 
 ContentSnapshot::ContentSnapshot() : before_(snapshot_epoch) {
