@@ -572,6 +572,14 @@ class RunPipeline {
       }
       if (!records.empty()) last_op_ = records.front().op;
     };
+    listener.on_retaken = [this, nics](std::span<const SweepRecord> point) {
+      for (const SweepRecord& r : with_nic_wire(point, layout_.nodes, nics)) {
+        if (!keep_retaken(result_.records, r)) continue;
+        if (r.timing && r.timing->wrong) result_.wrong_total += *r.timing->wrong;
+        remember(config_, result_, started_, last_);
+        printers_.retaken(r);
+      }
+    };
     SweepCost cost;
     run_sweep(config_, *transport_, world_, listener, seconds, cuts(), &cost);
     if (lead_ && cost.points > 0) result_.sweep_cost = cost;

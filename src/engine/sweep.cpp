@@ -42,13 +42,19 @@ std::vector<Point> plan(const RunConfig& config) {
 // are bound by latency and their warm-up and check.
 double point_weight(std::size_t bytes) { return static_cast<double>(std::max(bytes, std::size_t{256} << 10)); }
 
-void add_cost(SweepCost& sweep, const PointCost& point) {
+// A measurement's time in the sweep's: add_cost also counts it as a point
+// (a measurement taken again is the same point).
+void add_time(SweepCost& sweep, const PointCost& point) {
   sweep.fill_s += point.fill_ms * 1e-3;
   sweep.check_s += point.check_ms * 1e-3;
   sweep.warmup_s += point.warmup_ms * 1e-3;
   sweep.timed_s += point.timed_ms * 1e-3;
   sweep.samples_s += point.samples_ms * 1e-3;
   sweep.agree_s += point.agree_ms * 1e-3;
+}
+
+void add_cost(SweepCost& sweep, const PointCost& point) {
+  add_time(sweep, point);
   ++sweep.points;
 }
 
@@ -89,7 +95,7 @@ double warm_estimate(std::vector<double> times, bool settled, bool first_is_cold
 }  // namespace
 
 Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec,
-                       double share_s, double reach_s) {
+                       double share_s) {
   const Window window(share_s);
   const bool lead = comm.rank() == 0;
   const IterationPolicy& policy = config.iterations;
@@ -195,13 +201,8 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   // count is one batch, as nccl-tests times it.
   int first_iters = wanted;
   if (lead && std::isfinite(share_s) && per_iteration > 0) {
-    // What fits the share, the distribution's batch (a quarter) included;
-    // up to the fewest iterations, what fits the reach.
-    const double per_fit = per_iteration * (stamps_inline ? 1.0 : 1.25);
-    double fit = std::floor(window.left_s() / per_fit);
-    const int fewest = std::min(wanted, std::max(1, policy.min_iters));
-    if (fit < fewest && reach_s > share_s)
-      fit = std::min<double>(fewest, std::floor((reach_s - window.elapsed_s()) / per_fit));
+    // What fits the share, the distribution's batch (a quarter) included.
+    const double fit = std::floor(window.left_s() / (per_iteration * (stamps_inline ? 1.0 : 1.25)));
     if (fit < first_iters) first_iters = static_cast<int>(std::max(0.0, fit));
   }
   // One agreement for the first round: its iterations, and whether the
@@ -391,6 +392,28 @@ bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, doub
   return needed > share_s;
 }
 
+double retake_need_s(double setup_s, double per_iteration_s, int fewest) {
+  if (!(per_iteration_s > 0) || !std::isfinite(per_iteration_s)) return 0;
+  return std::max(0.0, setup_s) + std::max(fewest, 1) * per_iteration_s * 1.25;
+}
+
+double retake_share_s(double need_s, double needs_left_s, double left_s) {
+  if (!(need_s > 0) || need_s > left_s) return -1;
+  return std::min(left_s, std::max(need_s, left_s * need_s / std::max(needs_left_s, need_s)));
+}
+
+bool keep_retaken(std::vector<SweepRecord>& kept, const SweepRecord& again) {
+  if (!again.first_iterations) return false;
+  const auto same = [&again](const SweepRecord& r) {
+    return r.op == again.op && r.dtype == again.dtype && r.redop == again.redop && r.root == again.root &&
+           r.bytes == again.bytes && r.placement == again.placement && r.ranks == again.ranks;
+  };
+  const auto at = std::find_if(kept.begin(), kept.end(), same);
+  if (at == kept.end() || at->first_iterations) return false;
+  *at = again;
+  return true;
+}
+
 std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
                                    const SweepListener& listener, double seconds, std::vector<Cut>* cuts,
                                    SweepCost* cost) {
@@ -411,8 +434,21 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
   std::size_t measurements_left = points.size() * wanted.size();
   for (const Point& p : points)
     weight_left += static_cast<double>(wanted.size()) * point_weight(counts_for(p.op, p.dtype, p.bytes, n).bytes);
-  const double weight_total = weight_left;
   LastMeasured last;
+  // The measurements the budget cut (every rank keeps the same list; rank 0
+  // also what each is expected to need), taken again at the end.
+  struct Retake {
+    std::size_t point = 0;
+    std::size_t placement = 0;
+    double need_s = 0;
+  };
+  std::vector<Retake> retakes;
+  const auto fewest = [&config](double per_iteration_s) {
+    return std::min(choose_iterations(config.iterations, per_iteration_s), std::max(1, config.iterations.min_iters));
+  };
+  const auto cut_what = [](const SweepRecord& r) {
+    return fmt::format("{} {} {} {}", name(r.op), name(r.dtype), format_size(r.bytes), name(r.placement));
+  };
 
   for (std::size_t index = 0; index < points.size(); ++index) {
     const Point& point = points[index];
@@ -448,13 +484,13 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
     if (skip.empty()) {
       OpSpec spec{point.op, point.dtype, redop, Placement::out_of_place, config.root, counts};
       bool prepared = false;
-      for (SweepRecord& r : done) {
+      for (std::size_t k = 0; k < done.size(); ++k) {
+        SweepRecord& r = done[k];
         spec.placement = r.placement;
         // Rank 0 gives this measurement an even part of what is left, or
         // none (-1) when the previous size, scaled, shows its warm-up and
         // one iteration would not fit.
         double share = unlimited_seconds;
-        double reach = 0;
         if (lead && std::isfinite(seconds)) {
           // The larger of an even part and a part by bytes: small sizes
           // use little of theirs, and what they leave flows on.
@@ -462,15 +498,6 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
                   std::max(point_weight(counts.bytes) / std::max(weight_left, 1.0),
                            1.0 / static_cast<double>(std::max<std::size_t>(measurements_left, 1)));
           if (skip_before_warmup(last, point.op, counts.bytes, share, config.iterations.warmup)) share = -1;
-          // The phase ahead of its plan (less time spent than the share of
-          // the bytes measured so far): up to that lead, and never more
-          // than a quarter of what is left, to reach the fewest iterations.
-          // A warm-up slowed by a busy core cut a healthy 4 MiB point to 4
-          // iterations with 17 of 24 s unused; a slow link keeps the phase
-          // on its plan, and its points are cut as before.
-          const double planned = phase.seconds() * (1.0 - weight_left / std::max(weight_total, 1.0));
-          const double lead_s = std::max(0.0, planned - phase.elapsed_s());
-          reach = share + std::min(lead_s, 0.25 * std::max(0.0, phase.left_s()));
         }
         share = comm.broadcast_value(share, 0);
         weight_left -= point_weight(counts.bytes);
@@ -479,11 +506,25 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
         if (share >= 0) {
           if (!prepared) transport.prepare(spec);
           prepared = true;
-          m = measure_op(config, transport, comm, spec, share, reach);
+          m = measure_op(config, transport, comm, spec, share);
           add_cost(spent, m.cost);
           // The timed mean, not the warm-up: a cold warm-up alone must not
           // skip the sizes after it.
           if (!m.skipped) last = {point.op, counts.bytes, m.timing.time_us * 1e-6, m.setup_s};
+        }
+        if (share < 0 || m.skipped || m.cut) {
+          Retake retake{index, k, 0.0};
+          if (lead && m.skipped) {
+            retake.need_s = retake_need_s(m.setup_s, m.per_iteration_s, fewest(m.per_iteration_s));
+          } else if (lead && m.cut) {
+            retake.need_s = retake_need_s(m.setup_s, m.timing.time_us * 1e-6, fewest(m.timing.time_us * 1e-6));
+          } else if (lead && last.bytes > 0 && last.op == point.op && last.bytes <= counts.bytes) {
+            // Skipped before its warm-up: the last size of its op, scaled.
+            const double per = last.seconds * static_cast<double>(counts.bytes) / static_cast<double>(last.bytes);
+            retake.need_s = retake_need_s(std::max(last.setup_s, per * (std::max(config.iterations.warmup, 1) + 1)),
+                                          per, fewest(per));
+          }
+          retakes.push_back(retake);
         }
         if (share < 0 || m.skipped) {
           r.skipped = "budget: the time left for the sweep holds no warm-up and iteration of this size";
@@ -496,10 +537,7 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
           r.choice = transport.capture_choice(spec);
         }
         if (lead && cuts != nullptr && !r.cut.empty())
-          cuts->push_back(Cut{Phase::sweep,
-                              fmt::format("{} {} {} {}", name(point.op), name(point.dtype), format_size(counts.bytes),
-                                          name(r.placement)),
-                              r.timing ? "fewer iterations" : "skipped"});
+          cuts->push_back(Cut{Phase::sweep, cut_what(r), r.timing ? "fewer iterations" : "skipped"});
       }
     } else {
       weight_left -= static_cast<double>(done.size()) * point_weight(counts.bytes);
@@ -515,6 +553,54 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
       records.insert(records.end(), done.begin(), done.end());
     }
   }
+  // What the budget cut is measured again, in the sweep's order, where the
+  // time the sweep has left holds what it is expected to need: shares by
+  // bytes are a plan, and a healthy 4 MiB all-reduce whose check and warm-up
+  // took most of its share on a loaded core was cut to 3 iterations while the
+  // sweep ended with half its time unused. The better measurement of the two
+  // is kept (the one with more iterations), and its cut is dropped once it
+  // holds its fewest.
+  double needs_left = 0;
+  for (const Retake& t : retakes) needs_left += t.need_s;
+  for (const Retake& t : retakes) {
+    double share = -1;
+    if (lead) {
+      share = retake_share_s(t.need_s, needs_left, phase.left_s());
+      needs_left -= t.need_s;
+    }
+    if (comm.broadcast_value(share, 0) < 0) continue;
+    const Point& point = points[t.point];
+    const OpSpec spec{point.op,
+                      point.dtype,
+                      point.redop.value_or(RedOp::sum),
+                      wanted[t.placement],
+                      config.root,
+                      counts_for(point.op, point.dtype, point.bytes, n)};
+    transport.prepare(spec);
+    const Measurement m = measure_op(config, transport, comm, spec, share);
+    add_time(spent, m.cost);
+    std::optional<AlgorithmChoice> choice;
+    if (!m.skipped) choice = transport.capture_choice(spec);
+    if (!lead) continue;
+    const std::span<SweepRecord> at(records.data() + t.point * wanted.size(), wanted.size());
+    SweepRecord& r = at[t.placement];
+    const int first = r.timing ? r.timing->iterations : 0;
+    if (m.skipped || m.timing.iterations <= first) continue;
+    r.first_iterations = first;
+    r.timing = m.timing;
+    r.cost = m.cost;
+    r.choice = std::move(choice);
+    r.skipped.clear();
+    r.cut = m.cut ? "budget" : "";
+    if (cuts != nullptr) {
+      const auto listed = std::find_if(cuts->begin(), cuts->end(),
+                                       [&](const Cut& c) { return c.phase == Phase::sweep && c.what == cut_what(r); });
+      if (listed != cuts->end() && m.cut) listed->action = "fewer iterations";
+      if (listed != cuts->end() && !m.cut) cuts->erase(listed);
+    }
+    if (listener.on_retaken) timed_call([&] { listener.on_retaken(at); });
+  }
+
   if (lead && cost != nullptr) {
     spent.wall_s = phase.elapsed_s();
     spent.other_s = std::max(0.0, spent.wall_s - (spent.fill_s + spent.check_s + spent.warmup_s + spent.timed_s +

@@ -112,6 +112,8 @@ void NcclTestsPrinter::context(const RunConfig& config, const RunInfo& run) {
   *out_ << std::flush;
 }
 
+void NcclTestsPrinter::retaken(const SweepRecord& again) { *out_ << retaken_line(again) << std::flush; }
+
 void NcclTestsPrinter::point(std::span<const SweepRecord> placements) {
   if (placements.empty()) return;
   const SweepRecord& first = placements.front();

@@ -84,6 +84,9 @@ class TerminalSafePrinter final : public Printer {
   void point(std::span<const SweepRecord> placements) override {
     step([&](Printer& p) { p.point(placements); });
   }
+  void retaken(const SweepRecord& again) override {
+    step([&](Printer& p) { p.retaken(again); });
+  }
   void ladder(const ScaleResult& scaling) override {
     step([&](Printer& p) { p.ladder(scaling); });
   }
@@ -175,6 +178,10 @@ void PrinterMultiplex::progress(const SweepRecord& next, std::size_t done, std::
 
 void PrinterMultiplex::point(std::span<const SweepRecord> placements) {
   for (const auto& p : printers_) p->point(placements);
+}
+
+void PrinterMultiplex::retaken(const SweepRecord& again) {
+  for (const auto& p : printers_) p->retaken(again);
 }
 
 void PrinterMultiplex::ladder(const ScaleResult& scaling) {

@@ -9,6 +9,7 @@
 
 #include <fmt/format.h>
 
+#include "fabricbench/core/sizes.hpp"
 #include "fabricbench/output/printer.hpp"
 
 namespace fabricbench {
@@ -82,6 +83,23 @@ void TablePrinter::context(const RunConfig& config, const RunInfo& run) {
   if (!gpus) *out_ << "# Algorithm: the MPI library's own choice, not visible to fabricbench\n";
   *out_ << std::flush;
 }
+
+std::string retaken_line(const SweepRecord& again) {
+  const int first = again.first_iterations.value_or(0);
+  std::string line = fmt::format("# measured again with the time the sweep had left: {} {} {} {}: ", name(again.op),
+                                 name(again.dtype), format_size(again.bytes), name(again.placement));
+  if (!again.timing) return line + "skipped again\n";
+  const Timing& t = *again.timing;
+  line +=
+      fmt::format("{} iterations{} ({}), {:.2f} us, busbw {:.2f} GB/s\n", t.iterations,
+                  again.cut.empty() ? "" : ", still fewer than --min-iters",
+                  first > 0 ? fmt::format("the table's row has the first measurement's {}, cut by the budget", first)
+                            : std::string("the table's row: skipped by the budget"),
+                  t.time_us, t.busbw_gbs);
+  return line;
+}
+
+void TablePrinter::retaken(const SweepRecord& again) { *out_ << retaken_line(again) << std::flush; }
 
 void TablePrinter::point(std::span<const SweepRecord> placements) {
   if (placements.empty()) return;

@@ -39,6 +39,13 @@ class LoggingTransport final : public Transport {
     batches.push_back(iters);
     ++runs;
     BatchTiming t = inner_.time_batch(s, iters, per_iteration);
+    if (s.op == slowed_op && s.counts.bytes == slowed_bytes && slowed_calls != 0) {
+      // Every rank, as a loaded core or a slow link would hold them all.
+      std::this_thread::sleep_for(std::chrono::duration<double>(slowed_s * iters));
+      t.seconds += slowed_s * iters;
+      for (double& each : t.per_iteration) each += slowed_s;
+      if (slowed_calls > 0) --slowed_calls;
+    }
     // From the `corrupt_from`th batch on, this rank's output is wrong.
     if (corrupt_from > 0 && runs >= corrupt_from) inner_.output(s)[0] = std::byte{0x7F};
     return t;
@@ -49,6 +56,12 @@ class LoggingTransport final : public Transport {
   int corrupt_from = 0;
   int slow_ = 0;
   int warmup_ = 0;
+  // Batches of this op and size take slowed_s more an iteration, for the
+  // first slowed_calls of them (-1: all).
+  Op slowed_op = Op::allreduce;
+  std::size_t slowed_bytes = 0;
+  double slowed_s = 0;
+  int slowed_calls = -1;
 
  private:
   MpiTransport inner_;
@@ -234,6 +247,81 @@ TEST(SweepMpi, ACountIsSizedFromATimedWarmupEvenWithOneWarmup) {
   ASSERT_TRUE(records[0].timing && records[0].cost);
   EXPECT_EQ(records[0].cost->warmups, 2);  // the checked one, then a timed one
   EXPECT_LT(records[0].timing->iterations, config.iterations.max_iters);
+}
+
+// An all-reduce and a send/recv at 64 KiB, out of place, 5 iterations at
+// the fewest.
+RunConfig allreduce_and_sendrecv_at_64k() {
+  RunConfig config;
+  config.ops = {Op::allreduce, Op::sendrecv};
+  config.sizes = {65536};
+  config.inplace = InPlaceChoice::no;
+  config.iterations.min_iters = 5;
+  config.iterations.min_time_ms = 5;
+  return config;
+}
+
+// A budgeted sweep of an all-reduce and a send/recv at 64 KiB, each given
+// half of its 3 s (a part by bytes, the same for both): the all-reduce's
+// first timed warm-up takes 0.4 s, so its share holds 2 of its 5 fewest
+// iterations and it is cut; the sweep then has most of its time left, and
+// takes it again, now fast and whole.
+TEST(SweepMpi, ACutMeasurementIsTakenAgainWithTheTimeTheSweepHadLeft) {
+  const Comm world = Comm::world();
+  LoggingTransport transport(world);
+  transport.slowed_bytes = 65536;
+  transport.slowed_s = 0.4;
+  transport.slowed_calls = 1;
+  const RunConfig config = allreduce_and_sendrecv_at_64k();
+  int retaken = 0;
+  SweepListener listener;
+  listener.on_retaken = [&retaken](std::span<const SweepRecord> point) {
+    ++retaken;
+    ASSERT_EQ(point.size(), 1U);
+    EXPECT_EQ(point[0].op, Op::allreduce);
+  };
+  std::vector<Cut> cuts;
+  const auto records = run_sweep(config, transport, world, listener, 3.0, &cuts);
+  if (world.rank() != 0) return;
+  ASSERT_EQ(records.size(), 2U);
+  const SweepRecord& r = records[0];
+  ASSERT_TRUE(r.timing) << r.skipped;
+  ASSERT_TRUE(r.first_iterations);
+  EXPECT_GE(*r.first_iterations, 1);
+  EXPECT_LT(*r.first_iterations, 5);
+  EXPECT_GE(r.timing->iterations, 5);
+  EXPECT_TRUE(r.cut.empty());
+  EXPECT_TRUE(r.skipped.empty());
+  EXPECT_TRUE(cuts.empty()) << cuts.front().what;
+  EXPECT_EQ(retaken, 1);
+  EXPECT_FALSE(records[1].first_iterations);
+  EXPECT_TRUE(records[1].cut.empty());
+}
+
+// Every all-reduce iteration at 64 KiB takes 0.2 s: cut to 2 iterations in
+// its 0.75 s share, it would need its setup and 5 more (1.45 s) where about
+// 0.9 s is left, so it is not taken again and stays listed as cut.
+TEST(SweepMpi, ACutTheTimeLeftCannotHoldStaysCut) {
+  const Comm world = Comm::world();
+  LoggingTransport transport(world);
+  transport.slowed_bytes = 65536;
+  transport.slowed_s = 0.2;
+  const RunConfig config = allreduce_and_sendrecv_at_64k();
+  int retaken = 0;
+  SweepListener listener;
+  listener.on_retaken = [&retaken](std::span<const SweepRecord>) { ++retaken; };
+  std::vector<Cut> cuts;
+  const auto records = run_sweep(config, transport, world, listener, 1.5, &cuts);
+  if (world.rank() != 0) return;
+  ASSERT_EQ(records.size(), 2U);
+  ASSERT_TRUE(records[0].timing);
+  EXPECT_LT(records[0].timing->iterations, 5);
+  EXPECT_EQ(records[0].cut, "budget");
+  EXPECT_FALSE(records[0].first_iterations);
+  ASSERT_EQ(cuts.size(), 1U);
+  EXPECT_EQ(cuts[0].what, "allreduce float 64 KiB out_of_place");
+  EXPECT_EQ(cuts[0].action, "fewer iterations");
+  EXPECT_EQ(retaken, 0);
 }
 
 }  // namespace

@@ -68,13 +68,15 @@ RunResult fully_populated() {
   measured.ranks = 2;
   measured.timing = Timing{10, 9, 11, 10, 12, 0.1, 0.1024, 0.1024, 100, false, 0, 0.01, false};
   measured.cost = PointCost{0.25, 0.5, 0.75, 1.0, 0.125, 0.0625, 2.6875, 3, 5};
-  measured.cut = "budget";  // fewer iterations than asked
+  measured.cut = "budget";        // fewer iterations than asked
+  measured.first_iterations = 3;  // and measured again, still short of --min-iters
   measured.choice = AlgorithmChoice{"RING", "LL128", ""};
   measured.nic_wire = NicWireRate{0.0128, "ring", 8};
   r.records.push_back(measured);
   SweepRecord skipped = measured;
   skipped.timing.reset();
   skipped.cut.clear();
+  skipped.first_iterations.reset();
   skipped.choice.reset();
   skipped.nic_wire.reset();
   skipped.cost.reset();
@@ -584,14 +586,16 @@ TEST(ResultModel, CsvColumnsAreTheRunIdentityThenTheJsonNames) {
   const nlohmann::ordered_json doc = to_json(r);
   std::vector<std::string> expected = {"start_utc", "label", "hostnames"};
   for (auto it = doc["records"][0].begin(); it != doc["records"][0].end(); ++it) expected.push_back(it.key());
-  expected.emplace_back("skipped");
+  // The measured record has no "skipped"; it stands before the last column.
+  expected.insert(expected.end() - 1, "skipped");
   EXPECT_EQ(record_csv_columns(), expected);
   for (const SweepRecord& record : r.records) EXPECT_EQ(record_csv_row(r.run, record).size(), expected.size());
   const std::vector<CsvCell> row = record_csv_row(r.run, r.records[1]);
   EXPECT_EQ(row[0].text, "2026-01-02T03:04:05Z");
   EXPECT_EQ(row[1].text, "provider-a");
   EXPECT_EQ(row[2].text, "a b");
-  EXPECT_EQ(row.back().text, "too small");
+  EXPECT_EQ(row[row.size() - 2].text, "too small");
+  EXPECT_EQ(row.back().text, "");  // never measured again
 }
 
 }  // namespace

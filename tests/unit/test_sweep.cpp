@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "fabricbench/output/printer.hpp"
+
 namespace fabricbench {
 namespace {
 
@@ -38,6 +40,71 @@ TEST(SweepBudget, OnlyALargerSizeOfTheSameOpIsJudgedByTheLastMeasurement) {
   EXPECT_FALSE(skip_before_warmup(LastMeasured{}, Op::allreduce, 8, 1e-3, 1));
   EXPECT_TRUE(skip_before_warmup(LastMeasured{}, Op::allreduce, 8, 0.0, 1));
   EXPECT_TRUE(skip_before_warmup(last, Op::allgather, 256, -1.0, 1));
+}
+
+// A cut measurement is taken again at the sweep's end only where what is
+// left holds its setup and its fewest iterations (a quarter more for the
+// distribution's batch); the retakes share what is left by need.
+TEST(SweepBudget, ARetakeIsGivenItsNeedOrItsPartByNeed) {
+  EXPECT_DOUBLE_EQ(retake_need_s(0.4, 0.1, 5), 0.4 + 5 * 0.1 * 1.25);
+  EXPECT_DOUBLE_EQ(retake_need_s(0.4, 0.1, 0), 0.4 + 0.1 * 1.25);  // at least one iteration
+  EXPECT_EQ(retake_need_s(0.4, 0.0, 5), 0.0);                      // time per iteration unknown
+  // Alone: all that is left.
+  EXPECT_DOUBLE_EQ(retake_share_s(1.0, 1.0, 3.0), 3.0);
+  // Two of needs 1 and 2 in 6 s: 2 s, then (after it) all 4 s the second's.
+  EXPECT_DOUBLE_EQ(retake_share_s(1.0, 3.0, 6.0), 2.0);
+  EXPECT_DOUBLE_EQ(retake_share_s(2.0, 2.0, 4.0), 4.0);
+  // Needs over what is left: each is still given its own need while it fits.
+  EXPECT_DOUBLE_EQ(retake_share_s(1.0, 5.0, 2.0), 1.0);
+  EXPECT_EQ(retake_share_s(3.0, 3.0, 2.0), -1.0);  // more than is left
+  EXPECT_EQ(retake_share_s(0.0, 3.0, 2.0), -1.0);  // need unknown
+}
+
+// A retaken record replaces its point and placement's, once; another
+// placement, or a record never cut, is left alone.
+TEST(SweepBudget, ARetakenRecordReplacesItsOwnOnly) {
+  SweepRecord out;
+  out.bytes = 4 << 20;
+  out.ranks = 8;
+  out.redop = RedOp::sum;
+  out.timing = Timing{};
+  out.timing->iterations = 3;
+  out.cut = "budget";
+  SweepRecord in = out;
+  in.placement = Placement::in_place;
+  std::vector<SweepRecord> kept{out, in};
+  SweepRecord again = out;
+  again.timing->iterations = 7;
+  again.cut.clear();
+  EXPECT_FALSE(keep_retaken(kept, again));  // not marked as measured again
+  again.first_iterations = 3;
+  EXPECT_TRUE(keep_retaken(kept, again));
+  EXPECT_EQ(kept[0].timing->iterations, 7);
+  EXPECT_TRUE(kept[0].cut.empty());
+  EXPECT_EQ(kept[1].timing->iterations, 3);  // the in-place record is its own
+  EXPECT_EQ(kept[1].cut, "budget");
+  EXPECT_FALSE(keep_retaken(kept, again));  // already there
+  again.bytes = 1 << 20;
+  EXPECT_FALSE(keep_retaken(kept, again));  // no such point
+}
+
+// The line under the tables: the new figures, and what the row above holds.
+TEST(SweepBudget, TheRetakenLineSaysWhatTheRowAboveHolds) {
+  SweepRecord again;
+  again.bytes = 4 << 20;
+  again.timing = Timing{};
+  again.timing->iterations = 5;
+  again.timing->time_us = 28260.94;
+  again.timing->busbw_gbs = 0.26;
+  again.first_iterations = 3;
+  EXPECT_EQ(retaken_line(again),
+            "# measured again with the time the sweep had left: allreduce float 4 MiB out_of_place: 5 iterations "
+            "(the table's row has the first measurement's 3, cut by the budget), 28260.94 us, busbw 0.26 GB/s\n");
+  again.first_iterations = 0;
+  again.cut = "budget";
+  EXPECT_EQ(retaken_line(again),
+            "# measured again with the time the sweep had left: allreduce float 4 MiB out_of_place: 5 iterations, "
+            "still fewer than --min-iters (the table's row: skipped by the budget), 28260.94 us, busbw 0.26 GB/s\n");
 }
 
 TEST(Iterations, FixedCountWins) {

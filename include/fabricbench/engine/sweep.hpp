@@ -37,11 +37,9 @@ struct Measurement {
 // policy's warm-up, and at least one timed one for adaptive counts), the iteration count decided on the group's
 // rank 0 and split into four or more batches, and more batches until the spread of their means puts the mean within
 // the policy's precision or its max_time_ms (counted from the first batch) is up. `share_s` (read on the group's
-// rank 0) bounds the whole measurement: a count that does not fit is cut. `reach_s` (rank 0; at least `share_s`)
-// is what it may take to reach the policy's fewest iterations when the share holds fewer: a phase well inside its
-// own share lends a measurement that time rather than cutting it. Collective over the group.
+// rank 0) bounds the whole measurement: a count that does not fit is cut. Collective over the group.
 Measurement measure_op(const RunConfig& config, Transport& transport, const Comm& comm, const OpSpec& spec,
-                       double share_s = unlimited_seconds, double reach_s = 0);
+                       double share_s = unlimited_seconds);
 
 // The iterations to add after `done` of them gave a relative half-width of
 // `precision_reached`: none once the policy's precision is met, the count is
@@ -66,6 +64,10 @@ struct SweepListener {
   std::function<void(std::span<const SweepRecord>)> on_point;
   // Before each point: position and total, for a progress line.
   std::function<void(const SweepRecord&, std::size_t done, std::size_t total)> on_progress;
+  // A point again, after one of its placements the budget cut was measured
+  // again with the time the sweep had left (that record's first_iterations
+  // says what the first measurement had).
+  std::function<void(std::span<const SweepRecord>)> on_retaken;
 };
 
 // The last measurement a sweep made, for telling whether the next can fit
@@ -84,6 +86,18 @@ struct LastMeasured {
 // or a smaller size is bound by neither, and is left to its warm-up.
 bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, double share_s, int warmup);
 
+// What a measurement cut by the budget is expected to need for its fewest
+// iterations (rank 0's figures): its setup (check and warm-up) and `fewest`
+// iterations of `per_iteration_s`, with the distribution's batch (a
+// quarter more). 0 when its time per iteration is not known.
+double retake_need_s(double setup_s, double per_iteration_s, int fewest);
+
+// The share of `left_s` a retake expecting `need_s` is given when the
+// retakes still to come (it included) expect `needs_left_s`: its part of
+// what is left by need, and never less than its need; -1 when its need is
+// unknown or more than is left.
+double retake_share_s(double need_s, double needs_left_s, double left_s);
+
 // Runs the sweep on every rank of `comm` (the same group as the transport).
 // Returns the records on rank 0 (empty elsewhere).
 // `seconds` (read on rank 0) bounds the whole sweep: each point gets an even
@@ -91,6 +105,11 @@ bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, doub
 // fewer iterations, with the cut "budget" (and appended to `cuts` on rank 0).
 // `cost` (rank 0) receives where the sweep's time went, the listener's
 // callbacks (printing, saving) as its output.
+// Puts `again`, a record measured again (first_iterations set), in place of
+// the record of the same point and placement in `kept`; false when there is
+// none, or it is already that measurement.
+bool keep_retaken(std::vector<SweepRecord>& kept, const SweepRecord& again);
+
 std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport, const Comm& comm,
                                    const SweepListener& listener, double seconds = unlimited_seconds,
                                    std::vector<Cut>* cuts = nullptr, SweepCost* cost = nullptr);

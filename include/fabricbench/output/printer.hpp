@@ -73,6 +73,9 @@ class Printer {
   virtual void progress(const SweepRecord& /*next*/, std::size_t /*done*/, std::size_t /*total*/) {}
   // The placements of one point (op, dtype, redop, size), as it completes.
   virtual void point(std::span<const SweepRecord> /*placements*/) {}
+  // After the points: a measurement the budget cut, measured again with the
+  // time the sweep had left (its first_iterations say what the first had).
+  virtual void retaken(const SweepRecord& /*again*/) {}
 
   // The ladders, each once it has run.
   virtual void ladder(const ScaleResult& /*scaling*/) {}
@@ -114,6 +117,7 @@ class PrinterMultiplex final : public Printer {
   void context(const RunConfig& config, const RunInfo& run) override;
   void progress(const SweepRecord& next, std::size_t done, std::size_t total) override;
   void point(std::span<const SweepRecord> placements) override;
+  void retaken(const SweepRecord& again) override;
   void ladder(const ScaleResult& scaling) override;
   void gpu_ladder(const GpuLadderResult& ladder) override;
   void p2p_header(const P2PSweepResult& shape, std::span<const P2PTest> tests) override;
@@ -135,11 +139,17 @@ class PrinterMultiplex final : public Printer {
 // per point size count type redop root | time algbw busbw #wrong (out of
 // place) | the same in place, then p50 p99 iterations of each; at the end
 // the per-op averages, the data check and nccl-tests' `# Avg bus bandwidth`.
+// The `#` line saying a measurement the budget cut was measured again with
+// the time the sweep had left, with its new figures and the first's
+// iterations (the table's row above it holds the first's).
+std::string retaken_line(const SweepRecord& again);
+
 class TablePrinter final : public Printer {
  public:
   explicit TablePrinter(std::ostream& out) : out_(&out) {}
   void context(const RunConfig& config, const RunInfo& run) override;
   void point(std::span<const SweepRecord> placements) override;
+  void retaken(const SweepRecord& again) override;
   // Prints the closing lines of the first run.
   void finalize(const Report& report) override;
   // The closing lines of one result (the report text calls it per run).
@@ -173,6 +183,7 @@ class NcclTestsPrinter final : public Printer {
   explicit NcclTestsPrinter(std::ostream& out) : out_(&out) {}
   void context(const RunConfig& config, const RunInfo& run) override;
   void point(std::span<const SweepRecord> placements) override;
+  void retaken(const SweepRecord& again) override;
   void finalize(const Report& report) override;
 
  private:
@@ -190,7 +201,7 @@ class NcclTestsPrinter final : public Printer {
 // nccl-tests' binary for an op ("all_reduce_perf"), and the op a binary name
 // stands for (nullopt for any other name).
 std::string_view nccl_tests_binary(Op op);
-std::optional<Op> op_of_nccl_tests_binary(std::string_view name);
+std::optional<Op> op_of_nccl_tests_binary(std::string_view binary);
 
 // The mean busbw of each op's timed points, both placements, in the order the
 // ops first appear: what nccl-tests' `# Avg bus bandwidth` is per binary.
@@ -210,6 +221,7 @@ class TerminalPrinter final : public Printer {
   void cut(const Cut& cut) override;
   void context(const RunConfig& config, const RunInfo& run) override { table_.context(config, run); }
   void point(std::span<const SweepRecord> placements) override { table_.point(placements); }
+  void retaken(const SweepRecord& again) override { table_.retaken(again); }
   void ladder(const ScaleResult& scaling) override;
   void gpu_ladder(const GpuLadderResult& ladder) override;
   void p2p_header(const P2PSweepResult& shape, std::span<const P2PTest> tests) override;

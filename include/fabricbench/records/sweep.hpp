@@ -85,6 +85,9 @@ struct SweepRecord {
   std::optional<Timing> timing;  // nullopt when skipped
   std::string skipped;           // why, when skipped
   std::string cut;               // "budget" when the time budget skipped it or cut its iterations
+  // Measured again with the time the sweep had left, after the budget cut
+  // it: the first measurement's iterations (0 when it was skipped).
+  std::optional<int> first_iterations;
   // What the library chose at this point (NCCL's algorithm and protocol), or
   // why that is not known; measured points only.
   std::optional<AlgorithmChoice> choice;
@@ -182,6 +185,7 @@ void fields_of(Self& r, Field&& field) {
   field(fields::inlined(r.nic_wire));
   field(fields::inlined(r.cost));
   field("skipped", fields::omitted(r.skipped));
+  field("first_iterations", fields::omitted(r.first_iterations));
 }
 
 // NCCL's algorithm and protocol at a measured point: null with the reason in
