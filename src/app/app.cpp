@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
+#include <functional>
 #include <iostream>
 #include <memory>
 #include <mutex>
@@ -163,12 +164,16 @@ Remembered remember(const RunConfig& config, RunResult& result, std::chrono::ste
 }
 
 // Saves with the wall time so far, so an interrupted run's file still says
-// how long it ran (and so what it cost).
-void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start, LastSaved& last) {
+// how long it ran (and so what it cost). `kept` runs once the result is kept
+// for the last words and before it is written: a row printed there is in the
+// file an interrupt leaves, and the result is judged once for both.
+void save(const RunConfig& config, RunResult& result, std::chrono::steady_clock::time_point start, LastSaved& last,
+          const std::function<void()>& kept = {}) {
   // Taken before the reason is read: a notice that comes after drops this
   // save at its rename (its own save holds this result and the reason).
   const ContentSnapshot snapshot;
   const Remembered remembered = remember(config, result, start, last);
+  if (kept) kept();
   if (remembered.reason.empty() || result.complete) {
     write_results(config, result);
     return;
@@ -565,10 +570,12 @@ class RunPipeline {
       // op's end (the phase's save writes the last): writing after every
       // point kept a write in flight nearly always when the launcher ends
       // the job, and its temporary could outlive the launcher's SIGKILL.
-      remember(config_, result_, started_, last_);
-      printers_.point(records);
+      const auto print = [&] { printers_.point(records); };
       if (!records.empty() && last_op_ && *last_op_ != records.front().op) {
-        save(config_, result_, started_, last_);
+        save(config_, result_, started_, last_, print);
+      } else {
+        remember(config_, result_, started_, last_);
+        print();
       }
       if (!records.empty()) last_op_ = records.front().op;
     };
@@ -694,9 +701,8 @@ class RunPipeline {
           P2PSweepResult& so_far = *result_.p2p_sweep;
           so_far.records.insert(so_far.records.end(), records.begin(), records.end());
           if (!records.empty() && records.front().wrong) so_far.wrong += *records.front().wrong;
-          remember(config_, result_, started_, last_);  // kept before it is printed, as the sweep's rows
-          printers_.p2p_row(records);
-          save(config_, result_, started_, last_);
+          // Kept before it is printed, as the sweep's rows.
+          save(config_, result_, started_, last_, [&] { printers_.p2p_row(records); });
         });
     if (!lead_) return;
     result_.wrong_total += sweep.wrong;
