@@ -2,7 +2,7 @@
 # The sanitizer and fuzzing stage: the suite (less Slurm and the package)
 # built with AddressSanitizer and UndefinedBehaviorSanitizer (the asan
 # preset), then each libFuzzer target for a bounded time
-# (FABRICBENCH_FUZZ_SECONDS, default 45). Arguments go to ctest.
+# (FABRICBENCH_FUZZ_SECONDS, default 30). Arguments go to ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -10,4 +10,4 @@ scripts/setup.sh --test
 cmake --preset asan >/dev/null
 cmake --build --preset asan
 ctest --preset asan "$@"
-scripts/fuzz.sh --time "${FABRICBENCH_FUZZ_SECONDS:-45}"
+scripts/fuzz.sh --time "${FABRICBENCH_FUZZ_SECONDS:-30}"

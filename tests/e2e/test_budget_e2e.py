@@ -135,6 +135,9 @@ class Budget(unittest.TestCase):
             self.assertEqual(len(lines), 1, proc.stderr)
             self.assertTrue(lines[0].startswith("fabricbench: error: " + text), lines[0])
 
+    # The sanitizer stage leaves it to the first stage: 32 sanitized ranks on
+    # 2 cores took 100 s there, and run no code the 2- to 8-rank runs do not.
+    @unittest.skipIf(os.environ.get("ASAN_OPTIONS"), "run by the unsanitized stage")
     def test_32_oversubscribed_ranks_complete_the_smoke_profile(self):
         proc, _ = mpirun(32, "run", "--profile", "smoke", "--transport", "mpi", "-q", "--json", self.json,
                          timeout=900)

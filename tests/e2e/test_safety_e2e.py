@@ -840,6 +840,11 @@ class LauncherlessFolder(unittest.TestCase, GroupChecks):
         self.assert_ran(finish([first, rest]))
         self.assertFalse(os.path.exists(self.folder), "the folder or a file in it was left behind")
 
+    # The sanitizer stage leaves it to the first stage: there the slower
+    # starts nearly always split the groups, and a rank whose partner went to
+    # the other group waits out the group's deadline (--timeout twice and a
+    # minute: 70 s), idle, which checks nothing the first stage does not.
+    @unittest.skipIf(os.environ.get("ASAN_OPTIONS"), "run by the unsanitized stage")
     def test_two_groups_started_at_once_in_one_folder_end_and_say_so(self):
         # Which process comes first is up to the scheduler: whatever the
         # order, every process ends (none hangs), with one line at most, and
