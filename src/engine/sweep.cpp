@@ -4,6 +4,7 @@
 #include <array>
 #include <chrono>
 #include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -381,15 +382,31 @@ Timing make_timing(Op op, int nranks, std::size_t bytes, double headline_s, doub
   return t;
 }
 
+namespace {
+
+// The last measurement scaled to `bytes` of `op`: its time per iteration, and
+// what it needs before its first batch (its setup, or `warmup` + 1
+// iterations). Only a larger size of the same op is bound by it.
+struct Scaled {
+  double per_iteration_s = 0;
+  double setup_s = 0;
+};
+
+std::optional<Scaled> scaled_from(const LastMeasured& last, Op op, std::size_t bytes, int warmup) {
+  if (last.bytes == 0 || last.op != op || bytes < last.bytes) return std::nullopt;
+  const double per = last.seconds * static_cast<double>(bytes) / static_cast<double>(last.bytes);
+  return Scaled{per, std::max(last.setup_s, per * (std::max(warmup, 1) + 1))};
+}
+
+}  // namespace
+
 bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, double share_s, int warmup) {
   if (share_s <= 0) return true;
   // The first point of allgather after a 16 MiB all-reduce's long check was
   // once skipped on that check's account: only a larger size of the same op
   // is bound by what the last one took.
-  if (last.bytes == 0 || last.op != op || bytes < last.bytes) return false;
-  const double scale = static_cast<double>(bytes) / static_cast<double>(last.bytes);
-  const double needed = std::max(last.setup_s, last.seconds * scale * (std::max(warmup, 1) + 1));
-  return needed > share_s;
+  const std::optional<Scaled> scaled = scaled_from(last, op, bytes, warmup);
+  return scaled && scaled->setup_s > share_s;
 }
 
 double retake_need_s(double setup_s, double per_iteration_s, int fewest) {
@@ -518,11 +535,10 @@ std::vector<SweepRecord> run_sweep(const RunConfig& config, Transport& transport
             retake.need_s = retake_need_s(m.setup_s, m.per_iteration_s, fewest(m.per_iteration_s));
           } else if (lead && m.cut) {
             retake.need_s = retake_need_s(m.setup_s, m.timing.time_us * 1e-6, fewest(m.timing.time_us * 1e-6));
-          } else if (lead && last.bytes > 0 && last.op == point.op && last.bytes <= counts.bytes) {
+          } else if (const std::optional<Scaled> scaled =
+                         lead ? scaled_from(last, point.op, counts.bytes, config.iterations.warmup) : std::nullopt) {
             // Skipped before its warm-up: the last size of its op, scaled.
-            const double per = last.seconds * static_cast<double>(counts.bytes) / static_cast<double>(last.bytes);
-            retake.need_s = retake_need_s(std::max(last.setup_s, per * (std::max(config.iterations.warmup, 1) + 1)),
-                                          per, fewest(per));
+            retake.need_s = retake_need_s(scaled->setup_s, scaled->per_iteration_s, fewest(scaled->per_iteration_s));
           }
           retakes.push_back(retake);
         }
