@@ -133,15 +133,20 @@ std::string missing_text(const ReportRun& run) {
   if (r.budget && !r.budget->cuts.empty()) {
     const std::vector<Cut>& cuts = r.budget->cuts;
     std::size_t skipped = 0;
-    for (const Cut& c : cuts) skipped += c.action == "skipped" ? 1 : 0;
+    std::size_t smaller = 0;
+    for (const Cut& c : cuts) {
+      skipped += c.action == "skipped" ? 1 : 0;
+      smaller += c.action == "smaller messages" ? 1 : 0;
+    }
     std::vector<std::string> whats;
     for (std::size_t i = 0; i < cuts.size() && i < 3; ++i)
       whats.push_back(fmt::format("{} {} ({})", name(cuts[i].phase), cuts[i].what, cuts[i].action));
-    parts.push_back(
-        fmt::format("--budget {:g} s cut {} step{} ({} skipped, {} with fewer iterations): {}{}; a "
-                    "longer --budget (or none) measures them",
-                    r.budget->seconds, cuts.size(), cuts.size() == 1 ? "" : "s", skipped, cuts.size() - skipped,
-                    fmt::join(whats, ", "), cuts.size() > 3 ? ", ..." : ""));
+    const std::string with_smaller = smaller > 0 ? fmt::format(", {} with smaller messages", smaller) : "";
+    parts.push_back(fmt::format(
+        "--budget {:g} s cut {} step{} ({} skipped, {} with fewer iterations{}): {}{}; a "
+        "longer --budget (or none) measures them",
+        r.budget->seconds, cuts.size(), cuts.size() == 1 ? "" : "s", skipped, cuts.size() - skipped - smaller,
+        with_smaller, fmt::join(whats, ", "), cuts.size() > 3 ? ", ..." : ""));
   }
   // The bisection is no part of a budget's shares: on 4 or more nodes a
   // budgeted run with a pair matrix (run, p2p) goes without it.

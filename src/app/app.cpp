@@ -1,6 +1,7 @@
 #include "fabricbench/app/app.hpp"
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <ctime>
 #include <fstream>
@@ -430,7 +431,8 @@ class RunPipeline {
   // The second pass over rank 0's `suspects`: each with healthy partners,
   // apart from the first pass's load, at `sizes`' pair message sizes; every
   // rank takes part. The judged suspects on rank 0.
-  Confirmation confirm(const std::vector<Finding>& suspects, const RunConfig& sizes) {
+  Confirmation confirm(const std::vector<Finding>& suspects, const RunConfig& sizes,
+                       double seconds = unlimited_seconds) {
     std::vector<std::vector<int>> rounds;
     if (lead_) rounds = pack_rounds(confirmation_pairs(suspects, layout_.nodes), layout_.nodes);
     rounds = broadcast_rounds(world_, rounds, layout_.nodes);
@@ -438,7 +440,7 @@ class RunPipeline {
     std::uint64_t wrong = 0;
     if (!rounds.empty()) {
       Watchdog::note_phase("confirmation");
-      second = run_pair_checks(sizes, *transport_, world_, layout_, rounds, wrong);
+      second = run_pair_checks(sizes, *transport_, world_, layout_, rounds, wrong, seconds);
     }
     if (!lead_) return {};
     result_.wrong_total += wrong;
@@ -712,12 +714,17 @@ class RunPipeline {
 
   void pairs(double seconds) {
     Watchdog::note_phase("pairs");
-    PairsResult matrix = run_pairs(config_, *transport_, world_, layout_, PhaseLimit{seconds, cuts()});
+    // The second pass has a round's share of the phase, kept from the
+    // matrix's rounds, and what they leave.
+    const Window phase(seconds);
+    PairsResult matrix =
+        run_pairs(config_, *transport_, world_, layout_, PhaseLimit{seconds, cuts()}, PairPass{true, Phase::pairs, 1});
     // What the matrix suspects that the health pass did not confirm, then
     // the second pass over those.
     std::vector<Finding> suspects;
     if (lead_) suspects = new_suspects(find_outliers(matrix.nodes, matrix.hosts, thresholds()), result_.findings);
-    Confirmation confirmed = confirm(suspects, config_);
+    Confirmation confirmed =
+        confirm(suspects, config_, std::isfinite(seconds) ? std::max(phase.left_s(), 0.0) : seconds);
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
     for (Finding& f : new_suspects(confirmed.findings, result_.findings)) result_.findings.push_back(std::move(f));

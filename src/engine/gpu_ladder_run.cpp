@@ -101,7 +101,8 @@ GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, co
   result.note = plan.note;
   // The node ladder's ops and the projection's, at the ladder's one size.
   const std::vector<LadderJob> jobs = ladder_jobs(config.scale, result.bytes, false);
-  std::size_t measurements_left = plan.rows.size() * jobs.size();
+  auto measurements_left = static_cast<int>(plan.rows.size() * jobs.size());
+  double last_step_s = 0;
 
   for (std::size_t r = 0; r < plan.rows.size(); ++r) {
     const auto& row = plan.rows[r];
@@ -113,13 +114,10 @@ GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, co
     const std::unique_ptr<Transport> sub = transport.split(group, color, key);
     for (const LadderJob& job : jobs) {
       // Rank 0 gives this row an even part of what is left of the phase,
-      // or none (-1) once it is spent; every rank follows.
-      double share = unlimited_seconds;
-      if (lead && std::isfinite(limit.seconds))
-        share = phase.left_s() > 0 ? phase.left_s() / static_cast<double>(std::max<std::size_t>(measurements_left, 1))
-                                   : -1.0;
-      share = world.broadcast_value(share, 0);
-      --measurements_left;
+      // or none (-1) once it is spent or the last row's step outlasted it
+      // (a row of more GPUs takes no less); every rank follows.
+      const Window step;
+      const double share = next_share(world, phase, measurements_left--, last_step_s);
       SetLine line;
       const Counts counts = counts_for(job.op, ladder_dtype, job.bytes, group.empty() ? 1 : group.size());
       if (sub && counts.param > 0 && share >= 0) {
@@ -130,6 +128,7 @@ GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, co
           line = SetLine{true, layout.node, m.timing.time_us, m.timing.busbw_gbs, m.timing.wrong.value_or(0), m.cut};
       }
       std::vector<SetLine> lines = world.allgather_value(line);
+      last_step_s = step.elapsed_s();
       if (!lead) continue;
       const bool none = std::none_of(lines.begin(), lines.end(), [](const SetLine& l) { return l.speaks; });
       const bool fewer = std::any_of(lines.begin(), lines.end(), [](const SetLine& l) { return l.cut; });

@@ -68,12 +68,23 @@ std::vector<GroupLine> gather_group_lines(const Comm& world, const GroupLine& mi
   return lines;
 }
 
-// Every rank's own time per iteration, on every rank.
-std::vector<double> gather_times(const Comm& world, double mine) {
-  std::vector<double> times(static_cast<std::size_t>(world.size()), 0.0);
-  times[static_cast<std::size_t>(world.rank())] = mine;
-  world.allreduce_sum(times);
-  return times;
+// What one round of pair exchanges measured, on world rank 0: per world
+// rank, its time and the bytes one direction moved (0: not measured).
+struct RoundFigures {
+  std::vector<double> seconds;
+  std::vector<std::size_t> bytes;
+};
+
+RoundFigures gather_figures(const Comm& world, double seconds, std::size_t bytes) {
+  const auto n = static_cast<std::size_t>(world.size());
+  std::vector<double> both(2 * n, 0.0);
+  both[static_cast<std::size_t>(world.rank())] = seconds;
+  both[n + static_cast<std::size_t>(world.rank())] = static_cast<double>(bytes);
+  world.allreduce_sum(both);
+  RoundFigures out;
+  out.seconds.assign(both.begin(), both.begin() + static_cast<std::ptrdiff_t>(n));
+  for (std::size_t r = 0; r < n; ++r) out.bytes.push_back(static_cast<std::size_t>(both[n + r]));
+  return out;
 }
 
 // The ladder and the pair rounds measure float sums out of place.
@@ -84,8 +95,164 @@ Measurement measure_fabric_op(const RunConfig& config, Transport& transport, con
   return measure_op(config, transport, group, spec, share_s);
 }
 
-// World rank 0's share for the next of `left` steps of a phase, broadcast;
-// -1 when nothing is left (or the last step took longer than the share).
+// The message a pair measures its bandwidth with inside `share_s`: the full
+// `counts`, or, on a link too slow for the full message's check, warm-up
+// and two timed exchanges to fit, the largest half, quarter, ... of it that
+// fits, down to the probe. The probe is one timed exchange of a 64th of the
+// message (64 KiB at least), every pair of the round at once; its rate,
+// latency included, errs small. The pairs with the same `size_key` (the
+// rails of one node pair, which share its links) take the slowest of their
+// probes, so they measure alike. Collective over `world`; without a budget
+// the full message, with no probe.
+Counts counts_within(Transport* sub, const Comm& group, const Comm& world, int size_key, int keys, const Counts& counts,
+                     double share_s) {
+  constexpr std::size_t least = std::size_t{64} << 10;
+  const std::size_t probe_bytes = std::max(counts.bytes / 64, least);
+  if (!std::isfinite(share_s) || probe_bytes >= counts.bytes) return counts;
+  const Counts probe = counts_for(Op::sendrecv, fabric_dtype, probe_bytes, 2);
+  std::vector<double> slowest(static_cast<std::size_t>(std::max(keys, 1)), 0.0);
+  if (sub != nullptr) {
+    const OpSpec spec{Op::sendrecv, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, probe};
+    sub->prepare(spec);
+    sub->barrier();
+    double t = sub->time_batch(spec, 1, false).seconds;
+    group.allreduce_max(std::span<double>(&t, 1));
+    if (size_key >= 0 && size_key < keys) slowest[static_cast<std::size_t>(size_key)] = t;
+  }
+  world.allreduce_max(std::span<double>(slowest));
+  if (sub == nullptr || size_key < 0 || size_key >= keys) return counts;
+  const double t = slowest[static_cast<std::size_t>(size_key)];
+  const double bytes_per_s = static_cast<double>(probe.bytes) / std::max(t, 1e-9);
+  std::size_t bytes = counts.bytes;
+  while (bytes / 2 >= probe.bytes && 4.0 * static_cast<double>(bytes) / bytes_per_s > share_s) bytes /= 2;
+  return bytes == counts.bytes ? counts : counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
+}
+
+// Which pairs of a round size their message together (`key`, -1 for
+// none; below `keys`).
+struct SizeKey {
+  int key = -1;
+  int keys = 1;
+};
+
+// What one round of pair exchanges cut to keep within its share.
+struct RoundCuts {
+  int fewer = 0;    // measurements with fewer iterations (or none)
+  int smaller = 0;  // bandwidths measured with a smaller message
+};
+
+// One round of pair exchanges: the members with equal color (two ranks) run
+// the send/recv op at the large and the small size (the large one made
+// smaller on a link too slow for it to fit the share); every rank's own
+// time and bytes are gathered and handed, on world rank 0, to `record`.
+// Returns what the budget cut (on every rank).
+template <typename Record>
+RoundCuts exchange_round(const RunConfig& config, Transport& transport, const Comm& world, int color, int key,
+                         const Record& record, std::uint64_t& wrong_total, double share_s, bool latency_too = true,
+                         SizeKey size_key = {}) {
+  const Comm group = world.split(color, key);
+  const std::unique_ptr<Transport> sub = transport.split(group, color, key);
+  RoundCuts cuts;
+  RunConfig small = config;
+  if (small.iterations.fixed_iters > 0)
+    small.iterations.fixed_iters = std::max(small.iterations.fixed_iters, latency_iterations);
+  for (const bool bandwidth : {true, false}) {
+    if (!bandwidth && !latency_too) continue;
+    const std::size_t bytes = bandwidth ? config.pairs.bytes : config.pairs.small_bytes;
+    const Counts full = counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
+    Counts counts = full;
+    Measurement m;
+    const Window exchange;
+    if (bandwidth)
+      counts = counts_within(sub.get(), group, world, sub ? size_key.key : -1, size_key.keys, full, share_s / 2);
+    if (sub) {
+      m = measure_fabric_op(bandwidth ? config : small, *sub, group, Op::sendrecv, counts,
+                            share_s / 2 - exchange.elapsed_s());
+    }
+    std::array<std::int64_t, 2> mine{sub && group.rank() == 0 && (m.cut || m.skipped) ? 1 : 0,
+                                     sub && group.rank() == 0 && counts.bytes < full.bytes ? 1 : 0};
+    world.allreduce_max(std::span<std::int64_t>(mine));
+    cuts.fewer += static_cast<int>(mine[0]);
+    cuts.smaller += static_cast<int>(mine[1]);
+    std::uint64_t wrong = sub && group.rank() == 0 ? m.timing.wrong.value_or(0) : 0;
+    world.allreduce_sum(std::span<std::uint64_t>(&wrong, 1));
+    wrong_total += wrong;
+    // Bandwidth from the mean iteration; latency from the fastest, which
+    // contention (ranks sharing cores, a busy neighbour) can only slow.
+    const RoundFigures figures =
+        gather_figures(world, bandwidth ? m.local_seconds : m.local_min_seconds, sub && !m.skipped ? counts.bytes : 0);
+    if (world.rank() == 0) record(bandwidth, full.bytes, figures);
+  }
+  return cuts;
+}
+
+// A node pair's bandwidth from every rank's figures: the sum over rails of
+// the bytes one direction moved over the pair's exchange time (0: a rail
+// was not measured).
+double pair_gbs(const Layout& layout, int rpn, int a, int b, const RoundFigures& figures) {
+  double gbs = 0;
+  for (int l = 0; l < rpn; ++l) {
+    const auto ra = static_cast<std::size_t>(rank_at(layout, a, l));
+    const auto rb = static_cast<std::size_t>(rank_at(layout, b, l));
+    const double t = exchange_seconds(figures.seconds[ra], figures.seconds[rb]);
+    const std::size_t moved = std::min(figures.bytes[ra], figures.bytes[rb]);
+    if (!(t > 0) || moved == 0) return 0;
+    gbs += static_cast<double>(moved) / t / 1e9;
+  }
+  return gbs;
+}
+
+// The smallest message any rail of the pair a-b moved, where it is below
+// `full` (the budget made it smaller).
+std::optional<std::size_t> smaller_message(const Layout& layout, int rpn, int a, int b, const RoundFigures& figures,
+                                           std::size_t full) {
+  std::size_t least = full;
+  for (int l = 0; l < rpn; ++l)
+    for (const int node : {a, b})
+      least = std::min(least, figures.bytes[static_cast<std::size_t>(rank_at(layout, node, l))]);
+  return least < full ? std::optional<std::size_t>(least) : std::nullopt;
+}
+
+// One round of node pairs (`pairing`: each node's partner, -1 idle), every
+// rail at once; the pairs' figures into `matrix` on world rank 0. Returns
+// what the budget cut.
+RoundCuts node_round(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                     const std::vector<int>& pairing, PairMatrix& matrix, std::uint64_t& wrong, double share_s) {
+  const int n = layout.nodes;
+  const int rpn = uniform_ranks_per_node(layout);
+  const int partner = pairing[static_cast<std::size_t>(layout.node)];
+  const int color = partner < 0 ? -1 : layout.local_rank * n + std::min(layout.node, partner);
+  const int key = partner < 0 ? 0 : (layout.node < partner ? 0 : 1);
+  return exchange_round(
+      config, transport, world, color, key,
+      [&](bool bandwidth, std::size_t full, const RoundFigures& figures) {
+        for (int a = 0; a < n; ++a) {
+          const int b = pairing[static_cast<std::size_t>(a)];
+          if (b < 0) continue;
+          if (bandwidth) {
+            // Cut by the budget: not measured, not zero.
+            const double gbs = pair_gbs(layout, rpn, a, b, figures);
+            if (!(gbs > 0)) continue;
+            matrix.bw(a, b) = gbs;
+            matrix.smaller(a, b) = smaller_message(layout, rpn, a, b, figures, full);
+            continue;
+          }
+          double us = 0;
+          bool measured = true;
+          for (int l = 0; l < rpn; ++l) {
+            const double t = exchange_seconds(figures.seconds[static_cast<std::size_t>(rank_at(layout, a, l))],
+                                              figures.seconds[static_cast<std::size_t>(rank_at(layout, b, l))]);
+            measured = measured && t > 0;
+            us += t * 1e6 / rpn;
+          }
+          if (measured) matrix.lat(a, b) = us;
+        }
+      },
+      wrong, share_s, true, SizeKey{partner < 0 ? -1 : std::min(layout.node, partner), n});
+}
+
+}  // namespace
+
 double next_share(const Comm& world, const Window& phase, int left, double last_step_s) {
   double share = unlimited_seconds;
   if (world.rank() == 0 && std::isfinite(phase.seconds())) {
@@ -94,91 +261,6 @@ double next_share(const Comm& world, const Window& phase, int left, double last_
   }
   return world.broadcast_value(share, 0);
 }
-
-// One round of pair exchanges: the members with equal color (two ranks) run
-// the send/recv op at the large and the small size; every rank's own time is
-// gathered and handed, on world rank 0, to `record` with the bytes one
-// direction moved.
-// Returns how many of this round's measurements the budget cut (on every
-// rank).
-template <typename Record>
-int exchange_round(const RunConfig& config, Transport& transport, const Comm& world, int color, int key,
-                   const Record& record, std::uint64_t& wrong_total, double share_s, bool latency_too = true) {
-  const Comm group = world.split(color, key);
-  const std::unique_ptr<Transport> sub = transport.split(group, color, key);
-  int cut = 0;
-  RunConfig small = config;
-  if (small.iterations.fixed_iters > 0)
-    small.iterations.fixed_iters = std::max(small.iterations.fixed_iters, latency_iterations);
-  for (const bool bandwidth : {true, false}) {
-    if (!bandwidth && !latency_too) continue;
-    const std::size_t bytes = bandwidth ? config.pairs.bytes : config.pairs.small_bytes;
-    const Counts counts = counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
-    Measurement m;
-    if (sub) m = measure_fabric_op(bandwidth ? config : small, *sub, group, Op::sendrecv, counts, share_s / 2);
-    std::int64_t mine_cut = sub && group.rank() == 0 && (m.cut || m.skipped) ? 1 : 0;
-    world.allreduce_max(std::span<std::int64_t>(&mine_cut, 1));
-    cut += static_cast<int>(mine_cut);
-    std::uint64_t wrong = sub && group.rank() == 0 ? m.timing.wrong.value_or(0) : 0;
-    world.allreduce_sum(std::span<std::uint64_t>(&wrong, 1));
-    wrong_total += wrong;
-    // Bandwidth from the mean iteration; latency from the fastest, which
-    // contention (ranks sharing cores, a busy neighbour) can only slow.
-    const std::vector<double> times = gather_times(world, bandwidth ? m.local_seconds : m.local_min_seconds);
-    if (world.rank() == 0) record(bandwidth, counts.bytes, times);
-  }
-  return cut;
-}
-
-// One round of node pairs (`pairing`: each node's partner, -1 idle), every
-// rail at once; the pairs' figures into `matrix` on world rank 0. Returns
-// how many measurements the budget cut.
-int node_round(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-               const std::vector<int>& pairing, PairMatrix& matrix, std::uint64_t& wrong, double share_s) {
-  const int n = layout.nodes;
-  const int rpn = uniform_ranks_per_node(layout);
-  const int partner = pairing[static_cast<std::size_t>(layout.node)];
-  const int color = partner < 0 ? -1 : layout.local_rank * n + std::min(layout.node, partner);
-  const int key = partner < 0 ? 0 : (layout.node < partner ? 0 : 1);
-  return exchange_round(
-      config, transport, world, color, key,
-      [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
-        for (int a = 0; a < n; ++a) {
-          const int b = pairing[static_cast<std::size_t>(a)];
-          if (b < 0) continue;
-          double gbs = 0;
-          double us = 0;
-          bool measured = true;
-          for (int l = 0; l < rpn; ++l) {
-            const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
-                                              times[static_cast<std::size_t>(rank_at(layout, b, l))]);
-            measured = measured && t > 0;
-            gbs += t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
-            us += t * 1e6 / rpn;
-          }
-          if (!measured) continue;  // cut by the budget: not measured, not zero
-          if (bandwidth)
-            matrix.bw(a, b) = gbs;
-          else
-            matrix.lat(a, b) = us;
-        }
-      },
-      wrong, share_s);
-}
-
-// A node pair's bandwidth from every rank's time: the sum over rails of the
-// bytes one direction moved over the pair's exchange time.
-double pair_gbs(const Layout& layout, int rpn, int a, int b, std::size_t moved, const std::vector<double>& times) {
-  double gbs = 0;
-  for (int l = 0; l < rpn; ++l) {
-    const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, a, l))],
-                                      times[static_cast<std::size_t>(rank_at(layout, b, l))]);
-    gbs += t > 0 ? static_cast<double>(moved) / t / 1e9 : 0.0;
-  }
-  return gbs;
-}
-
-}  // namespace
 
 std::size_t ladder_bytes(const ScaleConfig& config) {
   std::size_t cap = 4;
@@ -297,12 +379,36 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
   result.rounds.clear();
   result.intra.assign(static_cast<std::size_t>(n), PairMatrix(pass.intra ? rpn : 0));
   const int intra_rounds = pass.intra ? pair_round_count(rpn) : 0;
-  int steps_left = static_cast<int>(planned.size()) + intra_rounds;
+  // The steps kept for what follows the rounds count as rounds: each round
+  // gets its part, and what is left after the last one is theirs.
+  int steps_left = static_cast<int>(planned.size()) + intra_rounds + pass.reserve_steps;
+  // The health pass's rounds have fixed counts: one that took longer than
+  // what is left would only overrun it, so it is not started. The matrix's
+  // rounds fit themselves to their shares (their counts, and a slow link's
+  // message), so a round that ran a little over its share never costs the
+  // next one its turn.
+  const bool fixed_rounds = pass.phase == Phase::health;
   double last_step_s = 0;
-  const auto cut = [&](std::string what, int measurements_cut, bool skipped) {
+  const auto cut = [&](const std::string& what, const RoundCuts& cuts, bool skipped) {
     if (world.rank() != 0 || limit.cuts == nullptr) return;
-    if (skipped || measurements_cut > 0)
-      limit.cuts->push_back(Cut{pass.phase, std::move(what), skipped ? "skipped" : "fewer iterations"});
+    if (skipped || cuts.fewer > 0)
+      limit.cuts->push_back(Cut{pass.phase, what, skipped ? "skipped" : "fewer iterations"});
+  };
+  // The links of a round whose bandwidth the budget measured with a
+  // smaller message, listed with it.
+  const auto smaller = [&](const std::string& what, const PairMatrix& matrix, const std::vector<int>& pairing,
+                           const std::vector<std::string>& names) {
+    if (world.rank() != 0 || limit.cuts == nullptr) return;
+    std::vector<std::string> links;
+    for (std::size_t a = 0; a < pairing.size(); ++a) {
+      const int b = pairing[a];
+      if (b <= static_cast<int>(a)) continue;  // each pair once (the other end's entry, or idle)
+      if (const auto& bytes = matrix.smaller(static_cast<int>(a), b))
+        links.push_back(fmt::format("{}-{} at {} of {}", names[a], names[static_cast<std::size_t>(b)],
+                                    format_size(*bytes), format_size(result.bytes)));
+    }
+    if (!links.empty())
+      limit.cuts->push_back(Cut{pass.phase, fmt::format("{}: {}", what, fmt::join(links, ", ")), "smaller messages"});
   };
 
   // Between nodes: every rail at once.
@@ -312,65 +418,82 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
     // while any of the pass's time is left, and its measurements are never
     // cut short, so that a slow host's links are measured: they are what
     // names it.
-    const double share = next_share(world, phase, pass.phase == Phase::health ? 1 : steps_left, last_step_s);
+    const double share = next_share(world, phase, fixed_rounds ? 1 : steps_left, fixed_rounds ? last_step_s : 0.0);
     --steps_left;
+    const std::string what = fmt::format("node pairs round {}", round);
     if (share < 0) {
-      cut(fmt::format("node pairs round {}", round), 0, true);
+      cut(what, {}, true);
       continue;
     }
     const std::vector<int> pairing = partners(n, round, order);
-    const int cuts = node_round(config, transport, world, layout, pairing, result.nodes, result.wrong,
-                                pass.phase == Phase::health ? unlimited_seconds : share);
+    const RoundCuts cuts = node_round(config, transport, world, layout, pairing, result.nodes, result.wrong,
+                                      fixed_rounds ? unlimited_seconds : share);
     result.rounds.push_back(round);
-    cut(fmt::format("node pairs round {}", round), cuts, false);
+    cut(what, cuts, false);
+    if (cuts.smaller > 0) smaller(what, result.nodes, pairing, layout.hostnames);
     last_step_s = step.elapsed_s();
   }
 
   // Within each node: local rank pairs, every node at once.
   for (int round = 0; round < intra_rounds; ++round) {
-    const Window step;
-    const double share = next_share(world, phase, steps_left--, last_step_s);
+    const double share = next_share(world, phase, steps_left--, 0.0);
+    const std::string what = fmt::format("local rank pairs round {}", round);
     if (share < 0) {
-      cut(fmt::format("local rank pairs round {}", round), 0, true);
+      cut(what, {}, true);
       continue;
     }
-    const int partner = partners(rpn, round)[static_cast<std::size_t>(layout.local_rank)];
+    const std::vector<int> pairing = partners(rpn, round);
+    const int partner = pairing[static_cast<std::size_t>(layout.local_rank)];
     const int color = partner < 0 ? -1 : layout.node * rpn + std::min(layout.local_rank, partner);
     const int key = partner < 0 ? 0 : (layout.local_rank < partner ? 0 : 1);
-    const int cuts = exchange_round(
+    const RoundCuts cuts = exchange_round(
         config, transport, world, color, key,
-        [&](bool bandwidth, std::size_t moved, const std::vector<double>& times) {
-          const std::vector<int> pairing = partners(rpn, round);
+        [&](bool bandwidth, std::size_t full, const RoundFigures& figures) {
           for (int node = 0; node < n; ++node) {
             PairMatrix& matrix = result.intra[static_cast<std::size_t>(node)];
             for (int a = 0; a < rpn; ++a) {
               const int b = pairing[static_cast<std::size_t>(a)];
               if (b < 0) continue;
-              const double t = exchange_seconds(times[static_cast<std::size_t>(rank_at(layout, node, a))],
-                                                times[static_cast<std::size_t>(rank_at(layout, node, b))]);
+              const auto ra = static_cast<std::size_t>(rank_at(layout, node, a));
+              const auto rb = static_cast<std::size_t>(rank_at(layout, node, b));
+              const double t = exchange_seconds(figures.seconds[ra], figures.seconds[rb]);
+              const std::size_t moved = std::min(figures.bytes[ra], figures.bytes[rb]);
               if (!(t > 0)) continue;
-              if (bandwidth)
-                matrix.bw(a, b) = static_cast<double>(moved) / t / 1e9;
-              else
+              if (!bandwidth) {
                 matrix.lat(a, b) = t * 1e6;
+              } else if (moved > 0) {
+                matrix.bw(a, b) = static_cast<double>(moved) / t / 1e9;
+                if (moved < full) matrix.smaller(a, b) = moved;
+              }
             }
           }
         },
-        result.wrong, share);
-    cut(fmt::format("local rank pairs round {}", round), cuts, false);
-    last_step_s = step.elapsed_s();
+        result.wrong, share, true, SizeKey{color, n * rpn});
+    cut(what, cuts, false);
+    if (cuts.smaller > 0)
+      for (int node = 0; node < n; ++node) {
+        std::vector<std::string> names;
+        for (int l = 0; l < rpn; ++l)
+          names.push_back(fmt::format("{} rank {}", layout.hostnames[static_cast<std::size_t>(node)], l));
+        smaller(what, result.intra[static_cast<std::size_t>(node)], pairing, names);
+      }
   }
   return result;
 }
 
 PairMatrix run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong) {
+                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong, double seconds) {
   RunConfig quick = config;
   quick.iterations.warmup = 1;
   quick.iterations.fixed_iters = 3;
   PairMatrix matrix(layout.nodes);
-  for (const std::vector<int>& pairing : rounds)
-    (void)node_round(quick, transport, world, layout, pairing, matrix, wrong, unlimited_seconds);
+  const Window checks(seconds);
+  auto left = static_cast<int>(rounds.size());
+  for (const std::vector<int>& pairing : rounds) {
+    const double share = next_share(world, checks, left--, 0);
+    if (share < 0) break;
+    (void)node_round(quick, transport, world, layout, pairing, matrix, wrong, share);
+  }
   return matrix;
 }
 
@@ -423,8 +546,8 @@ BisectionResult run_bisection(const RunConfig& config, Transport& transport, con
     // Every pair at once: each rank with its counterpart on the partner node.
     exchange_round(
         config, transport, world, mine < 0 ? -1 : layout.local_rank * n + mine, key,
-        [&](bool, std::size_t moved, const std::vector<double>& times) {
-          for (BisectionPair& p : h.pairs) p.loaded_gbs = pair_gbs(layout, rpn, p.a, p.b, moved, times);
+        [&](bool, std::size_t, const RoundFigures& figures) {
+          for (BisectionPair& p : h.pairs) p.loaded_gbs = pair_gbs(layout, rpn, p.a, p.b, figures);
         },
         result.wrong, unlimited_seconds, false);
     // Then the first pairs alone, one after the other.
@@ -432,9 +555,9 @@ BisectionResult run_bisection(const RunConfig& config, Transport& transport, con
     for (int p = 0; p < alone; ++p) {
       exchange_round(
           config, transport, world, mine == p ? layout.local_rank : -1, key,
-          [&](bool, std::size_t moved, const std::vector<double>& times) {
+          [&](bool, std::size_t, const RoundFigures& figures) {
             BisectionPair& pair = h.pairs[static_cast<std::size_t>(p)];
-            pair.isolated_gbs = pair_gbs(layout, rpn, pair.a, pair.b, moved, times);
+            pair.isolated_gbs = pair_gbs(layout, rpn, pair.a, pair.b, figures);
           },
           result.wrong, unlimited_seconds, false);
     }

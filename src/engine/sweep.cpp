@@ -122,20 +122,40 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
       t = transport.time_batch(spec, 1, false).seconds;
       lap(cost.warmup_ms);
     } else {
+      const Window run;
       transport.run_once(spec);
+      t = run.elapsed_s();
     }
     local_wrong += transport.verify(spec);
     lap(cost.check_ms);
     return t;
   };
+  Measurement out;
+  double cold_s = 0;  // the checked run's own time
   if (config.check) {
     // The checked iteration is the first warm-up: the data is filled (only
     // what this point uses), the op runs once and its output is verified,
     // as nccl-tests checks one iteration per size.
     transport.barrier();
     lap(cost.agree_ms);
-    checked_run(false);
+    cold_s = checked_run(false);
     if (warmup > 0) warmed = 1;
+    // Where the check alone outlasted the share, the point ends here,
+    // skipped, rather than warming up past it and then timing nothing.
+    // (A check that left some of the share goes on: a cold run can take
+    // many times a warm one, and the warm-up stops at half the share.)
+    std::int32_t skip = lead && std::isfinite(share_s) && window.left_s() <= 0 ? 1 : 0;
+    skip = comm.broadcast_value(skip, 0);
+    lap(cost.agree_ms);
+    if (skip != 0) {
+      out.skipped = true;
+      out.cut = true;
+      out.setup_s = window.elapsed_s();
+      out.per_iteration_s = cold_s;
+      cost.total_ms = window.elapsed_s() * 1e3;
+      out.cost = cost;
+      return out;
+    }
   }
 
   // Warm-up: with adaptive counts and a precision, one iteration at a time
@@ -201,9 +221,15 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   // lengths differ by at most one iteration, so the count is exact; a fixed
   // count is one batch, as nccl-tests times it.
   int first_iters = wanted;
-  if (lead && std::isfinite(share_s) && per_iteration > 0) {
-    // What fits the share, the distribution's batch (a quarter) included.
-    const double fit = std::floor(window.left_s() / (per_iteration * (stamps_inline ? 1.0 : 1.25)));
+  // With a fixed count and the check as its only warm-up, the checked run
+  // (cold, so no shorter than a timed one) sizes what fits.
+  const double each = per_iteration > 0 ? per_iteration : cold_s;
+  if (lead && std::isfinite(share_s) && each > 0) {
+    // What fits the share, the distribution's batch included where the
+    // batches do not stamp themselves: a quarter of the count (one of four
+    // batches), or all of a fixed count's one batch again.
+    const double distribution = stamps_inline ? 0.0 : (adaptive ? 0.25 : 1.0);
+    const double fit = std::floor(window.left_s() / (each * (1.0 + distribution)));
     if (fit < first_iters) first_iters = static_cast<int>(std::max(0.0, fit));
   }
   // One agreement for the first round: its iterations, and whether the
@@ -211,7 +237,6 @@ Measurement measure_op(const RunConfig& config, Transport& transport, const Comm
   std::array<int, 2> shape{first_iters, stamps_inline ? 1 : 0};
   comm.broadcast(std::as_writable_bytes(std::span<int>(shape)), 0);
   lap(cost.agree_ms);
-  Measurement out;
   out.per_iteration_s = per_iteration;
   out.setup_s = window.elapsed_s();
   const int first = shape[0];

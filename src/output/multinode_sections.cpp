@@ -48,6 +48,21 @@ void matrix_table(const PairMatrix& m, const std::vector<std::string>& labels, b
   }
 }
 
+// The links of `m` whose bandwidth the budget measured with a smaller
+// message than the heading's, each pair once: one line, or nothing.
+void smaller_messages_line(const PairMatrix& m, const std::vector<std::string>& names, std::ostream& out) {
+  std::vector<std::string> links;
+  for (int i = 0; i < m.size; ++i)
+    for (int j = i + 1; j < m.size; ++j) {
+      const std::optional<std::size_t>& bytes = m.smaller(i, j) ? m.smaller(i, j) : m.smaller(j, i);
+      if (bytes)
+        links.push_back(fmt::format("{}-{} at {}", names[static_cast<std::size_t>(i)],
+                                    names[static_cast<std::size_t>(j)], format_size(*bytes)));
+    }
+  if (!links.empty())
+    out << fmt::format("# measured with a smaller message to fit the budget: {}\n", fmt::join(links, ", "));
+}
+
 }  // namespace
 
 void print_ladder(const ScaleResult& s, std::ostream& out) {
@@ -86,6 +101,7 @@ void print_pairs(const PairsResult& p, const std::vector<Finding>& findings, std
     out << fmt::format("#\n# Node pairs: send/recv bandwidth at {} (GB/s, all {} rails at once), row sends to column\n",
                        format_size(p.bytes), p.ranks_per_node);
     matrix_table(p.nodes, p.hosts, true, out);
+    smaller_messages_line(p.nodes, p.hosts, out);
     // Plain units: a matrix whose slowest link takes 1000 us or more reads in ms.
     double slowest = 0;
     for (int i = 0; i < p.nodes.size; ++i)
@@ -102,6 +118,7 @@ void print_pairs(const PairsResult& p, const std::vector<Finding>& findings, std
     for (std::size_t n = 0; n < p.intra.size(); ++n) {
       out << fmt::format("# Within {}: send/recv bandwidth at {} (GB/s)\n", p.hosts[n], format_size(p.bytes));
       matrix_table(p.intra[n], labels, true, out);
+      smaller_messages_line(p.intra[n], labels, out);
     }
   }
   if (p.nodes.size > 1) {

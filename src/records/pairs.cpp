@@ -52,6 +52,7 @@ PairMatrix matrix_of(const std::vector<PairLink>& links, int size, const std::st
           fmt::format("{}/{}: a link {} -> {} names a node beyond the {} listed", path, i, link.from, link.to, size));
     m.bw(link.from, link.to) = link.bandwidth_gbs;
     m.lat(link.from, link.to) = link.latency_us;
+    m.smaller(link.from, link.to) = link.bytes;
   }
   return m;
 }

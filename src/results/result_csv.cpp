@@ -181,7 +181,7 @@ void add_links(TableBuilder& t, const PairsResult& p, const PairMatrix& m, const
       t.add("to", to);
       t.add("from_host", node ? std::string() : name_of(from));
       t.add("to_host", node ? std::string() : name_of(to));
-      t.add("bytes", p.bytes);
+      t.add("bytes", m.smaller(from, to).value_or(p.bytes));  // the bandwidth's message
       t.add("bandwidth_gbs", m.bw(from, to));
       t.add("small_bytes", p.small_bytes);
       t.add("latency_us", m.lat(from, to));

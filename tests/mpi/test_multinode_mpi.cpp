@@ -1,6 +1,8 @@
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <filesystem>
+#include <thread>
 
 #include <sched.h>
 #include <unistd.h>
@@ -51,6 +53,101 @@ TEST(MultinodeMpi, PairMatrixWithinOneNodeCoversEveryLocalPair) {
       ASSERT_TRUE(m.lat(a, b));
     }
   }
+}
+
+// The MPI transport with every send/recv of this rank as slow as a link of
+// `bytes_per_s` one way, whoever the partner: each exchange, checked or
+// timed, takes its bytes over that rate more. Its sub-transports are as
+// slow.
+class SlowLinkTransport final : public Transport {
+ public:
+  SlowLinkTransport(std::unique_ptr<Transport> inner, double bytes_per_s)
+      : inner_(std::move(inner)), bytes_per_s_(bytes_per_s) {}
+  std::string_view name() const override { return inner_->name(); }
+  int rank() const override { return inner_->rank(); }
+  int size() const override { return inner_->size(); }
+  std::optional<std::string> unsupported(Op op, DType d, RedOp r) const override {
+    return inner_->unsupported(op, d, r);
+  }
+  void prepare(const OpSpec& s) override { inner_->prepare(s); }
+  void fill(const OpSpec& s) override { inner_->fill(s); }
+  void run_once(const OpSpec& s) override {
+    inner_->run_once(s);
+    (void)hold(s, 1);
+  }
+  std::uint64_t verify(const OpSpec& s) override { return inner_->verify(s); }
+  void barrier() override { inner_->barrier(); }
+  AlgorithmChoice capture_choice(const OpSpec& s) override { return inner_->capture_choice(s); }
+  double time_p2p(const P2PSpec& s, int iters) override { return inner_->time_p2p(s, iters); }
+  std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override {
+    std::unique_ptr<Transport> inner = inner_->split(sub, color, key);
+    return inner ? std::make_unique<SlowLinkTransport>(std::move(inner), bytes_per_s_) : nullptr;
+  }
+  BatchTiming time_batch(const OpSpec& s, int iters, bool per_iteration) override {
+    BatchTiming t = inner_->time_batch(s, iters, per_iteration);
+    const double extra = hold(s, iters);
+    t.seconds += extra;
+    for (double& each : t.per_iteration) each += extra / iters;
+    return t;
+  }
+
+ private:
+  double hold(const OpSpec& s, int iters) const {
+    if (s.op != Op::sendrecv || bytes_per_s_ <= 0) return 0;
+    const double seconds = iters * static_cast<double>(s.counts.bytes) / bytes_per_s_;
+    std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
+    return seconds;
+  }
+  std::unique_ptr<Transport> inner_;
+  double bytes_per_s_;
+};
+
+// Rank 0's link is slow (1 MiB/s): its 1 MiB exchange's check, warm-up and
+// one timed iteration (3 s) fit no round's half of the phase (1 s a round,
+// and at most all 3 s of it for the last), so that pair's bandwidth is
+// measured with a smaller message, found from a 64 KiB probe, recorded on
+// the link and listed as a cut; the other pairs keep the full message.
+TEST(MultinodeMpi, ASlowLinksBandwidthIsMeasuredWithAMessageItsShareHolds) {
+  const Comm world = Comm::world();
+  if (world.size() < 2) GTEST_SKIP() << "no pairs with one rank";
+  MpiTransport mpi(world);
+  constexpr double bytes_per_s = 1 << 20;
+  SlowLinkTransport slow(world.rank() == 0 ? mpi.split(world, 0, world.rank()) : nullptr, bytes_per_s);
+  Transport& transport = world.rank() == 0 ? static_cast<Transport&>(slow) : static_cast<Transport&>(mpi);
+  const Layout layout = discover_layout(world);
+  RunConfig config = small_config();
+  config.pairs.bytes = std::size_t{1} << 20;
+  std::vector<Cut> cuts;
+  const double seconds = pair_round_count(world.size());
+  const PairsResult pairs = run_pairs(config, transport, world, layout, PhaseLimit{seconds, &cuts});
+  if (world.rank() != 0) return;
+  ASSERT_EQ(pairs.intra.size(), 1U);
+  const PairMatrix& m = pairs.intra[0];
+  for (int a = 0; a < m.size; ++a) {
+    for (int b = 0; b < m.size; ++b) {
+      if (a == b) continue;
+      ASSERT_TRUE(m.bw(a, b)) << a << "," << b;
+      if (a == 0 || b == 0) {
+        ASSERT_TRUE(m.smaller(a, b)) << a << "," << b;
+        EXPECT_LE(*m.smaller(a, b), std::size_t{512} << 10);
+        EXPECT_GE(*m.smaller(a, b), std::size_t{64} << 10);
+        EXPECT_LE(*m.bw(a, b), bytes_per_s / 1e9);  // no faster than the link
+      } else {
+        EXPECT_FALSE(m.smaller(a, b)) << a << "," << b;
+      }
+    }
+  }
+  const auto smaller =
+      std::count_if(cuts.begin(), cuts.end(), [](const Cut& c) { return c.action == "smaller messages"; });
+  EXPECT_EQ(smaller, world.size() - 1);  // a round for each of rank 0's partners
+  for (const Cut& c : cuts)
+    if (c.action == "smaller messages") {
+      EXPECT_NE(c.what.find("rank 0"), std::string::npos) << c.what;
+      EXPECT_NE(c.what.find("of 1 MiB"), std::string::npos) << c.what;
+    }
+  // The links in the file carry the message they were measured with.
+  for (const IntraNodeLinks& node : intra_links_of(pairs))
+    for (const PairLink& l : node.links) EXPECT_EQ(l.bytes.has_value(), l.from == 0 || l.to == 0);
 }
 
 TEST(MultinodeMpi, LadderOnOneNodeIsItsOwnBaseline) {

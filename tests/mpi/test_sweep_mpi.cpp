@@ -26,7 +26,11 @@ class LoggingTransport final : public Transport {
   }
   void prepare(const OpSpec& s) override { inner_.prepare(s); }
   void fill(const OpSpec& s) override { inner_.fill(s); }
-  void run_once(const OpSpec& s) override { inner_.run_once(s); }
+  void run_once(const OpSpec& s) override {
+    inner_.run_once(s);
+    if (s.op == slowed_op && s.counts.bytes == slowed_bytes && slowed_check_s > 0)
+      std::this_thread::sleep_for(std::chrono::duration<double>(slowed_check_s));
+  }
   std::uint64_t verify(const OpSpec& s) override { return inner_.verify(s); }
   void barrier() override { inner_.barrier(); }
   AlgorithmChoice capture_choice(const OpSpec& s) override { return inner_.capture_choice(s); }
@@ -62,6 +66,7 @@ class LoggingTransport final : public Transport {
   std::size_t slowed_bytes = 0;
   double slowed_s = 0;
   int slowed_calls = -1;
+  double slowed_check_s = 0;  // the checked (untimed) run of that op and size takes this much more
 
  private:
   MpiTransport inner_;
@@ -322,6 +327,37 @@ TEST(SweepMpi, ACutTheTimeLeftCannotHoldStaysCut) {
   EXPECT_EQ(cuts[0].what, "allreduce float 64 KiB out_of_place");
   EXPECT_EQ(cuts[0].action, "fewer iterations");
   EXPECT_EQ(retaken, 0);
+}
+
+// The checked run alone takes 0.4 s of a 0.3 s share: the point ends
+// there, skipped, with no warm-up or timed batch after it. With the time
+// for them, the same point goes on to both.
+TEST(SweepMpi, ACheckThatOutlastsItsShareEndsThePointBeforeItsWarmUp) {
+  const Comm world = Comm::world();
+  LoggingTransport transport(world);
+  transport.slowed_bytes = 65536;
+  transport.slowed_check_s = 0.4;
+  const RunConfig config = allreduce_and_sendrecv_at_64k();
+  const OpSpec spec{Op::allreduce,
+                    DType::float32,
+                    RedOp::sum,
+                    Placement::out_of_place,
+                    0,
+                    counts_for(Op::allreduce, DType::float32, 65536, world.size())};
+  transport.prepare(spec);
+  const Measurement skipped = measure_op(config, transport, world, spec, 0.3);
+  EXPECT_TRUE(skipped.skipped);
+  EXPECT_TRUE(skipped.cut);
+  EXPECT_TRUE(transport.batches.empty());
+  EXPECT_EQ(skipped.cost.warmups, 0);
+  EXPECT_EQ(skipped.cost.warmup_ms, 0.0);
+  EXPECT_GE(skipped.per_iteration_s, 0.4);  // the check's run stands for an iteration
+
+  const Measurement whole = measure_op(config, transport, world, spec, 30.0);
+  EXPECT_FALSE(whole.skipped);
+  EXPECT_FALSE(whole.cut);
+  EXPECT_GE(whole.timing.iterations, 5);
+  EXPECT_FALSE(transport.batches.empty());
 }
 
 }  // namespace

@@ -135,8 +135,10 @@ RunResult fully_populated() {
   p.nodes = PairMatrix(2);
   p.nodes.bw(0, 1) = 10;
   p.nodes.lat(0, 1) = 2;
+  p.nodes.smaller(0, 1) = 1 << 20;
   p.intra = {PairMatrix(2), PairMatrix(2)};
   p.intra[0].bw(1, 0) = 100;
+  p.intra[0].smaller(1, 0) = 1 << 20;
   r.pairs = p;
   P2PSweepResult sweep;
   sweep.ranks = {0, 1};

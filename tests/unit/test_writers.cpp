@@ -616,5 +616,41 @@ TEST(Printers, SlowLatenciesReadInMilliseconds) {
   EXPECT_NE(fast.str().find("45.000"), std::string::npos) << fast.str();
 }
 
+// A link the budget measured with a smaller message says so under the
+// matrix whose heading gives the full one, and in the CSV's bytes column.
+TEST(Printers, ALinkMeasuredWithASmallerMessageIsNamedWithItsSize) {
+  PairsResult p;
+  p.bytes = 64 << 20;
+  p.small_bytes = 8;
+  p.ranks_per_node = 1;
+  p.hosts = {"node0", "node1", "node2"};
+  p.nodes = PairMatrix(3);
+  p.nodes.bw(0, 1) = p.nodes.bw(1, 0) = 1.5;
+  p.nodes.bw(0, 2) = p.nodes.bw(2, 0) = 0.02;
+  p.nodes.smaller(0, 2) = p.nodes.smaller(2, 0) = 4 << 20;
+  std::ostringstream out;
+  print_pairs(p, {}, out);
+  EXPECT_NE(out.str().find("# measured with a smaller message to fit the budget: node0-node2 at 4 MiB\n"),
+            std::string::npos)
+      << out.str();
+  RunResult r;
+  r.pairs = p;
+  for (const CsvTable& t : section_csv_tables(r)) {
+    if (t.section != "pairs") continue;
+    const auto column = [&t](const std::string& name) {
+      return static_cast<std::size_t>(std::find(t.columns.begin(), t.columns.end(), name) - t.columns.begin());
+    };
+    ASSERT_EQ(t.rows.size(), 4U);
+    for (const std::vector<CsvCell>& row : t.rows) {
+      const bool slow = row[column("from")].text == "2" || row[column("to")].text == "2";
+      EXPECT_EQ(row[column("bytes")].text, slow ? "4194304" : "67108864");
+    }
+  }
+  p.nodes.smaller(0, 2) = p.nodes.smaller(2, 0) = std::nullopt;
+  std::ostringstream whole;
+  print_pairs(p, {}, whole);
+  EXPECT_EQ(whole.str().find("smaller message"), std::string::npos) << whole.str();
+}
+
 }  // namespace
 }  // namespace fabricbench

@@ -36,7 +36,7 @@ std::string_view name(Phase phase);
 struct Cut {
   Phase phase = Phase::sweep;
   std::string what;    // e.g. "allreduce 16 MiB out-of-place"
-  std::string action;  // "skipped" or "fewer iterations"
+  std::string action;  // "skipped", "fewer iterations" or "smaller messages" (a pair's bandwidth on a slow link)
   std::string reason = "budget";
 };
 

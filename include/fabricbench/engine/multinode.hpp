@@ -26,12 +26,19 @@ struct PhaseLimit {
   std::vector<Cut>* cuts = nullptr;
 };
 
+// World rank 0's share for the next of `left` steps of `phase`, broadcast:
+// an even part of what is left, or -1 when nothing is left or the last step
+// (`last_step_s`; steps grow, as a ladder's levels do) took longer than the
+// share, so the step would only overrun it.
+double next_share(const Comm& world, const Window& phase, int left, double last_step_s);
+
 // A pass over node pairs: the full matrix (with the pairs of local ranks
 // inside each node), or the quick health pass before the sweep (between
 // nodes only, under its own phase name).
 struct PairPass {
   bool intra = true;
   Phase phase = Phase::pairs;
+  int reserve_steps = 0;  // rounds' worth of the phase kept for what follows (the second pass)
 };
 
 // The rounds the pair matrix runs for `nodes` nodes: all of the tournament
@@ -59,10 +66,13 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
 
 // The second pass over node pairs: `rounds` (each every node's partner, -1
 // idle; the same on every rank) measured at the matrix's sizes with the
-// health pass's short fixed counts. The matrix of what they measured is
-// complete on world rank 0.
+// health pass's short fixed counts, within `seconds` (read on world rank 0:
+// each round an even part of what is left, a slow link's bandwidth with a
+// smaller message where the full one would not fit it). The matrix of what
+// they measured is complete on world rank 0.
 PairMatrix run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong);
+                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong,
+                           double seconds = unlimited_seconds);
 
 // World rank 0's rounds on every rank.
 std::vector<std::vector<int>> broadcast_rounds(const Comm& world, const std::vector<std::vector<int>>& rounds,

@@ -20,11 +20,15 @@ struct PairMatrix {
   int size = 0;
   std::vector<std::optional<double>> bandwidth_gbs;  // [from * size + to]
   std::vector<std::optional<double>> latency_us;
+  // The message a bandwidth was measured with where the budget made it
+  // smaller than the matrix's (a link too slow for the full one to fit).
+  std::vector<std::optional<std::size_t>> smaller_bytes;
   PairMatrix() = default;
   explicit PairMatrix(int n)
       : size(n),
         bandwidth_gbs(static_cast<std::size_t>(n) * static_cast<std::size_t>(n)),
-        latency_us(static_cast<std::size_t>(n) * static_cast<std::size_t>(n)) {}
+        latency_us(static_cast<std::size_t>(n) * static_cast<std::size_t>(n)),
+        smaller_bytes(static_cast<std::size_t>(n) * static_cast<std::size_t>(n)) {}
   std::optional<double>& bw(int from, int to) {
     return bandwidth_gbs[static_cast<std::size_t>(from) * static_cast<std::size_t>(size) +
                          static_cast<std::size_t>(to)];
@@ -38,6 +42,14 @@ struct PairMatrix {
   }
   const std::optional<double>& lat(int from, int to) const {
     return latency_us[static_cast<std::size_t>(from) * static_cast<std::size_t>(size) + static_cast<std::size_t>(to)];
+  }
+  std::optional<std::size_t>& smaller(int from, int to) {
+    return smaller_bytes[static_cast<std::size_t>(from) * static_cast<std::size_t>(size) +
+                         static_cast<std::size_t>(to)];
+  }
+  const std::optional<std::size_t>& smaller(int from, int to) const {
+    return smaller_bytes[static_cast<std::size_t>(from) * static_cast<std::size_t>(size) +
+                         static_cast<std::size_t>(to)];
   }
 };
 
@@ -63,6 +75,7 @@ struct PairLink {
   int to = 0;
   std::optional<double> bandwidth_gbs;
   std::optional<double> latency_us;
+  std::optional<std::size_t> bytes;  // the bandwidth's message, where the budget made it smaller
 };
 
 // One node's links within it, as `pairs.intra_node` lists them.
@@ -81,7 +94,7 @@ template <class Put>
 void for_each_link(const PairMatrix& m, Put&& put) {
   for (int from = 0; from < m.size; ++from)
     for (int to = 0; to < m.size; ++to)
-      if (is_listed(m, from, to)) put(PairLink{from, to, m.bw(from, to), m.lat(from, to)});
+      if (is_listed(m, from, to)) put(PairLink{from, to, m.bw(from, to), m.lat(from, to), m.smaller(from, to)});
 }
 std::vector<PairLink> links_of(const PairMatrix& m);
 std::vector<IntraNodeLinks> intra_links_of(const PairsResult& p);
@@ -168,6 +181,7 @@ void fields_of(Self& l, Field&& field) {
   field("to", l.to);
   field("bandwidth_gbs", l.bandwidth_gbs);
   field("latency_us", l.latency_us);
+  field("bytes", fields::omitted(l.bytes));
 }
 
 template <class Self, class Field>
