@@ -449,6 +449,15 @@ class RunPipeline {
 
   [[nodiscard]] std::vector<Cut>* cuts() { return lead_ && result_.budget ? &result_.budget->cuts : nullptr; }
 
+  // A ladder's limit: its share, where its cuts go, and what the sweep's
+  // checks cost per byte (rank 0's), so a step whose check alone could not
+  // fit is skipped before it starts.
+  [[nodiscard]] PhaseLimit limit(double seconds) {
+    PhaseLimit l{seconds, cuts(), {}};
+    if (lead_) l.check_s_per_byte = check_seconds_per_byte(result_.records);
+    return l;
+  }
+
   // The pace rounds, within `seconds` (rank 0's): a first round, and a
   // second apart from it only when the first names a suspect, which it then
   // confirms or clears. What did not fit is a cut of `phase`. Returns the
@@ -522,7 +531,7 @@ class RunPipeline {
     quick.iterations.warmup = 1;
     quick.iterations.fixed_iters = health_iterations;
     PairsResult matrix =
-        run_pairs(quick, *transport_, world_, layout_, PhaseLimit{seconds, cuts()}, PairPass{false, Phase::health});
+        run_pairs(quick, *transport_, world_, layout_, PhaseLimit{seconds, cuts(), {}}, PairPass{false, Phase::health});
     // The suspects, then the second pass that confirms them (every rank).
     std::vector<Finding> suspects;
     if (lead_) suspects = find_outliers(matrix.nodes, matrix.hosts, thresholds());
@@ -605,7 +614,7 @@ class RunPipeline {
       const double rate = world_.broadcast_value(known.value_or(0.0), 0);
       if (rate > 0) ladder_config.scale.nic_gbit_per_node = rate;
     }
-    ScaleResult scaling = run_ladder(ladder_config, *transport_, world_, layout_, PhaseLimit{seconds, cuts()});
+    ScaleResult scaling = run_ladder(ladder_config, *transport_, world_, layout_, limit(seconds));
     if (!lead_) return;
     judge_ladder(scaling);
     for (const LevelResult& l : scaling.levels)
@@ -674,8 +683,7 @@ class RunPipeline {
     } else if (lead_ && result_.topology) {
       for (const NodeTopology& n : result_.topology->nodes) matrices.push_back(n.gpu_matrix);
     }
-    GpuLadderResult ladder =
-        run_gpu_ladder(config_, *transport_, world_, layout_, matrices, PhaseLimit{seconds, cuts()});
+    GpuLadderResult ladder = run_gpu_ladder(config_, *transport_, world_, layout_, matrices, limit(seconds));
     if (!lead_) return;
     judge_gpu_ladder(ladder, config_.scale.steps, config_.report.price_per_gpu_hour, config_.scale.server_prices);
     for (const GpuLevelResult& l : ladder.levels)
@@ -717,8 +725,8 @@ class RunPipeline {
     // The second pass has a round's share of the phase, kept from the
     // matrix's rounds, and what they leave.
     const Window phase(seconds);
-    PairsResult matrix =
-        run_pairs(config_, *transport_, world_, layout_, PhaseLimit{seconds, cuts()}, PairPass{true, Phase::pairs, 1});
+    PairsResult matrix = run_pairs(config_, *transport_, world_, layout_, PhaseLimit{seconds, cuts(), {}},
+                                   PairPass{true, Phase::pairs, 1});
     // What the matrix suspects that the health pass did not confirm, then
     // the second pass over those.
     std::vector<Finding> suspects;

@@ -117,7 +117,8 @@ GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, co
       // or none (-1) once it is spent or the last row's step outlasted it
       // (a row of more GPUs takes no less); every rank follows.
       const Window step;
-      const double share = next_share(world, phase, measurements_left--, last_step_s);
+      const double share =
+          next_share(world, phase, measurements_left--, last_step_s, expected_check_s(limit, job.op, job.bytes));
       SetLine line;
       const Counts counts = counts_for(job.op, ladder_dtype, job.bytes, group.empty() ? 1 : group.size());
       if (sub && counts.param > 0 && share >= 0) {

@@ -98,24 +98,29 @@ Measurement measure_fabric_op(const RunConfig& config, Transport& transport, con
 // The message a pair measures its bandwidth with inside `share_s`: the full
 // `counts`, or, on a link too slow for the full message's check, warm-up
 // and two timed exchanges to fit, the largest half, quarter, ... of it that
-// fits, down to the probe. The probe is one timed exchange of a 64th of the
-// message (64 KiB at least), every pair of the round at once; its rate,
-// latency included, errs small. The pairs with the same `size_key` (the
-// rails of one node pair, which share its links) take the slowest of their
-// probes, so they measure alike. Collective over `world`; without a budget
-// the full message, with no probe.
+// fits in what the probes left of it, down to the probe. The probe is the
+// fastest of three timed exchanges of a 64th of the message (64 KiB at
+// least), every pair of the round at once: a rank that waited for a core
+// (ranks sharing cores, a busy neighbour) slows only some of them, and the
+// rate, latency included, still errs small. The pairs with the same
+// `size_key` (the rails of one node pair, which share its links) take the
+// slowest of their probes, so they measure alike. Collective over `world`;
+// without a budget the full message, with no probe.
 Counts counts_within(Transport* sub, const Comm& group, const Comm& world, int size_key, int keys, const Counts& counts,
                      double share_s) {
   constexpr std::size_t least = std::size_t{64} << 10;
   const std::size_t probe_bytes = std::max(counts.bytes / 64, least);
   if (!std::isfinite(share_s) || probe_bytes >= counts.bytes) return counts;
   const Counts probe = counts_for(Op::sendrecv, fabric_dtype, probe_bytes, 2);
+  constexpr int probes = 3;
   std::vector<double> slowest(static_cast<std::size_t>(std::max(keys, 1)), 0.0);
   if (sub != nullptr) {
     const OpSpec spec{Op::sendrecv, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, probe};
     sub->prepare(spec);
     sub->barrier();
-    double t = sub->time_batch(spec, 1, false).seconds;
+    const BatchTiming batch = sub->time_batch(spec, probes, true);
+    double t = batch.per_iteration.empty() ? batch.seconds / probes
+                                           : *std::min_element(batch.per_iteration.begin(), batch.per_iteration.end());
     group.allreduce_max(std::span<double>(&t, 1));
     if (size_key >= 0 && size_key < keys) slowest[static_cast<std::size_t>(size_key)] = t;
   }
@@ -123,8 +128,10 @@ Counts counts_within(Transport* sub, const Comm& group, const Comm& world, int s
   if (sub == nullptr || size_key < 0 || size_key >= keys) return counts;
   const double t = slowest[static_cast<std::size_t>(size_key)];
   const double bytes_per_s = static_cast<double>(probe.bytes) / std::max(t, 1e-9);
+  // What the share holds after the probes (at least their fastest each).
+  const double left_s = share_s - probes * t;
   std::size_t bytes = counts.bytes;
-  while (bytes / 2 >= probe.bytes && 4.0 * static_cast<double>(bytes) / bytes_per_s > share_s) bytes /= 2;
+  while (bytes / 2 >= probe.bytes && 4.0 * static_cast<double>(bytes) / bytes_per_s > left_s) bytes /= 2;
   return bytes == counts.bytes ? counts : counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
 }
 
@@ -253,13 +260,18 @@ RoundCuts node_round(const RunConfig& config, Transport& transport, const Comm& 
 
 }  // namespace
 
-double next_share(const Comm& world, const Window& phase, int left, double last_step_s) {
+double next_share(const Comm& world, const Window& phase, int left, double last_step_s, double least_s) {
   double share = unlimited_seconds;
   if (world.rank() == 0 && std::isfinite(phase.seconds())) {
     share = std::max(0.0, phase.left_s()) / std::max(left, 1);
-    if (share <= 0 || last_step_s > share) share = -1;
+    if (share <= 0 || last_step_s > share || least_s > share) share = -1;
   }
   return world.broadcast_value(share, 0);
+}
+
+double expected_check_s(const PhaseLimit& limit, Op op, std::size_t bytes) {
+  const auto it = limit.check_s_per_byte.find(op);
+  return it == limit.check_s_per_byte.end() ? 0.0 : it->second * static_cast<double>(bytes);
 }
 
 std::size_t ladder_bytes(const ScaleConfig& config) {
@@ -288,7 +300,8 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
     const std::unique_ptr<Transport> sub = transport.split(group, color, world.rank());
     for (const LadderJob& job : jobs) {
       const Window step;
-      const double share = next_share(world, phase, steps_left--, last_step_s);
+      const double share =
+          next_share(world, phase, steps_left--, last_step_s, expected_check_s(limit, job.op, job.bytes));
       const std::string what = plan.kind == LevelKind::rail
                                    ? fmt::format("{} {} rails", name(job.op), format_size(job.bytes))
                                    : fmt::format("{} {} groups of {} node{}", name(job.op), format_size(job.bytes),

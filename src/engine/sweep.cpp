@@ -434,6 +434,22 @@ bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, doub
   return scaled && scaled->setup_s > share_s;
 }
 
+std::map<Op, double> check_seconds_per_byte(const std::vector<SweepRecord>& records) {
+  std::map<Op, std::pair<std::size_t, double>> largest;  // op -> (bytes, seconds per byte)
+  for (const SweepRecord& r : records) {
+    if (!r.cost || r.bytes == 0 || !(r.cost->fill_ms + r.cost->check_ms > 0)) continue;
+    auto& [bytes, per_byte] = largest[r.op];
+    if (r.bytes < bytes) continue;
+    const double each = (r.cost->fill_ms + r.cost->check_ms) * 1e-3 / static_cast<double>(r.bytes);
+    // Of the placements at the largest size, the cheaper check.
+    per_byte = r.bytes > bytes ? each : std::min(per_byte, each);
+    bytes = r.bytes;
+  }
+  std::map<Op, double> out;
+  for (const auto& [op, figure] : largest) out[op] = figure.second;
+  return out;
+}
+
 double retake_need_s(double setup_s, double per_iteration_s, int fewest) {
   if (!(per_iteration_s > 0) || !std::isfinite(per_iteration_s)) return 0;
   return std::max(0.0, setup_s) + std::max(fewest, 1) * per_iteration_s * 1.25;

@@ -103,9 +103,9 @@ class SlowLinkTransport final : public Transport {
 };
 
 // Rank 0's link is slow (1 MiB/s): its 1 MiB exchange's check, warm-up and
-// one timed iteration (3 s) fit no round's half of the phase (1 s a round,
-// and at most all 3 s of it for the last), so that pair's bandwidth is
-// measured with a smaller message, found from a 64 KiB probe, recorded on
+// two timed iterations (4 s) fit in no round's bandwidth half (1 s, 2 s a
+// round, and at most 6 s for the last), so that pair's bandwidth is
+// measured with a smaller message, found from 64 KiB probes, recorded on
 // the link and listed as a cut; the other pairs keep the full message.
 TEST(MultinodeMpi, ASlowLinksBandwidthIsMeasuredWithAMessageItsShareHolds) {
   const Comm world = Comm::world();
@@ -118,8 +118,8 @@ TEST(MultinodeMpi, ASlowLinksBandwidthIsMeasuredWithAMessageItsShareHolds) {
   RunConfig config = small_config();
   config.pairs.bytes = std::size_t{1} << 20;
   std::vector<Cut> cuts;
-  const double seconds = pair_round_count(world.size());
-  const PairsResult pairs = run_pairs(config, transport, world, layout, PhaseLimit{seconds, &cuts});
+  const double seconds = 2.0 * pair_round_count(world.size());
+  const PairsResult pairs = run_pairs(config, transport, world, layout, PhaseLimit{seconds, &cuts, {}});
   if (world.rank() != 0) return;
   ASSERT_EQ(pairs.intra.size(), 1U);
   const PairMatrix& m = pairs.intra[0];
@@ -148,6 +148,28 @@ TEST(MultinodeMpi, ASlowLinksBandwidthIsMeasuredWithAMessageItsShareHolds) {
   // The links in the file carry the message they were measured with.
   for (const IntraNodeLinks& node : intra_links_of(pairs))
     for (const PairLink& l : node.links) EXPECT_EQ(l.bytes.has_value(), l.from == 0 || l.to == 0);
+}
+
+// Rank 0 expects an all-reduce's check to cost a second a byte (what the
+// sweep's checks would have shown): no all-reduce step of the ladder can
+// fit its share, so each is skipped before it starts and listed; the
+// all-gather, with no such figure, is measured.
+TEST(MultinodeMpi, ALadderStepWhoseCheckCannotFitIsSkippedBeforeItStarts) {
+  const Comm world = Comm::world();
+  MpiTransport transport(world);
+  const Layout layout = discover_layout(world);
+  std::vector<Cut> cuts;
+  PhaseLimit limit{30.0, &cuts, {}};
+  if (world.rank() == 0) limit.check_s_per_byte = {{Op::allreduce, 1.0}};
+  const ScaleResult scaling = run_ladder(small_config(), transport, world, layout, limit);
+  if (world.rank() != 0) return;
+  ASSERT_FALSE(scaling.levels.empty());
+  for (const LevelResult& l : scaling.levels) EXPECT_EQ(l.op, Op::allgather);
+  ASSERT_FALSE(cuts.empty());
+  for (const Cut& c : cuts) {
+    EXPECT_EQ(c.action, "skipped");
+    EXPECT_EQ(c.what.rfind("allreduce", 0), 0U) << c.what;
+  }
 }
 
 TEST(MultinodeMpi, LadderOnOneNodeIsItsOwnBaseline) {

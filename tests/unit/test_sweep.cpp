@@ -42,6 +42,39 @@ TEST(SweepBudget, OnlyALargerSizeOfTheSameOpIsJudgedByTheLastMeasurement) {
   EXPECT_TRUE(skip_before_warmup(last, Op::allgather, 256, -1.0, 1));
 }
 
+// A ladder's first step at another size expects its check to cost what the
+// sweep's check of the same op cost per byte at its largest checked size
+// (the cheaper placement there); ops without a checked record are absent.
+TEST(SweepBudget, TheChecksCostPerByteComesFromTheLargestCheckedSize) {
+  const auto record = [](Op op, std::size_t bytes, Placement placement, double fill_ms, double check_ms) {
+    SweepRecord r;
+    r.op = op;
+    r.bytes = bytes;
+    r.placement = placement;
+    if (fill_ms + check_ms > 0) {
+      PointCost c;
+      c.fill_ms = fill_ms;
+      c.check_ms = check_ms;
+      r.cost = c;
+    }
+    return r;
+  };
+  const std::size_t mib = std::size_t{1} << 20;
+  const std::vector<SweepRecord> records{
+      record(Op::allreduce, mib, Placement::out_of_place, 1000, 1000),  // smaller: not the figure
+      record(Op::allreduce, 64 * mib, Placement::out_of_place, 300, 340),
+      record(Op::allreduce, 64 * mib, Placement::in_place, 500, 500),
+      record(Op::allgather, 16 * mib, Placement::out_of_place, 80, 80),
+      record(Op::allgather, 32 * mib, Placement::out_of_place, 0, 0),  // no check (skipped): no figure
+      record(Op::sendrecv, 4 * mib, Placement::out_of_place, 0, 0),
+  };
+  const std::map<Op, double> per_byte = check_seconds_per_byte(records);
+  ASSERT_EQ(per_byte.size(), 2U);
+  EXPECT_DOUBLE_EQ(per_byte.at(Op::allreduce), 0.64 / static_cast<double>(64 * mib));
+  EXPECT_DOUBLE_EQ(per_byte.at(Op::allgather), 0.16 / static_cast<double>(16 * mib));
+  EXPECT_TRUE(check_seconds_per_byte({}).empty());
+}
+
 // A cut measurement is taken again at the sweep's end only where what is
 // left holds its setup and its fewest iterations (a quarter more for the
 // distribution's batch); the retakes share what is left by need.

@@ -4,6 +4,8 @@
 // which is MPI_Comm_split or ncclCommSplit), and every group of a level or
 // round runs at once.
 
+#include <map>
+
 #include "fabricbench/comm/comm.hpp"
 #include "fabricbench/comm/layout.hpp"
 #include "fabricbench/core/budget.hpp"
@@ -24,13 +26,21 @@ std::size_t ladder_bytes(const ScaleConfig& config);
 struct PhaseLimit {
   double seconds = unlimited_seconds;
   std::vector<Cut>* cuts = nullptr;
+  // Rank 0's: seconds per byte of each op's check as the sweep measured it
+  // (check_seconds_per_byte); a ladder step whose check alone, so scaled,
+  // would outlast its share is skipped before it starts.
+  std::map<Op, double> check_s_per_byte;
 };
 
+// What `limit` expects the check of `op` at `bytes` to take; 0 when unknown.
+double expected_check_s(const PhaseLimit& limit, Op op, std::size_t bytes);
+
 // World rank 0's share for the next of `left` steps of `phase`, broadcast:
-// an even part of what is left, or -1 when nothing is left or the last step
-// (`last_step_s`; steps grow, as a ladder's levels do) took longer than the
-// share, so the step would only overrun it.
-double next_share(const Comm& world, const Window& phase, int left, double last_step_s);
+// an even part of what is left, or -1 when nothing is left, or the last
+// step (`last_step_s`; steps grow, as a ladder's levels do) or what the
+// step is expected to take at least (`least_s`) is longer than the share,
+// so the step would only overrun it.
+double next_share(const Comm& world, const Window& phase, int left, double last_step_s, double least_s = 0);
 
 // A pass over node pairs: the full matrix (with the pairs of local ranks
 // inside each node), or the quick health pass before the sweep (between

@@ -4,6 +4,7 @@
 // issue the same operations.
 
 #include <functional>
+#include <map>
 #include <span>
 #include <vector>
 
@@ -85,6 +86,13 @@ struct LastMeasured {
 // more than the share (its setup, or `warmup` + 1 iterations). Another op
 // or a smaller size is bound by neither, and is left to its warm-up.
 bool skip_before_warmup(const LastMeasured& last, Op op, std::size_t bytes, double share_s, int warmup);
+
+// Per op, the seconds per byte of its check (the fill, one run and the
+// verify) at the largest size the sweep measured it with a check, from
+// `records`' costs (rank 0's clock): what a later phase's first step at
+// another size can expect its check alone to take. Ops the sweep did not
+// measure so are absent.
+std::map<Op, double> check_seconds_per_byte(const std::vector<SweepRecord>& records);
 
 // What a measurement cut by the budget is expected to need for its fewest
 // iterations (rank 0's figures): its setup (check and warm-up) and `fewest`
