@@ -99,8 +99,28 @@ std::string bad_nodes_text(const ReportRun& run) {
   if (!r.pairs) return "not measured: the node-pair matrix did not run (fabricbench run or p2p on the nodes)";
   const std::size_t n = r.pairs->hosts.size();
   if (n == 2) return std::string(two_nodes_text);
+  // A pair with no bandwidth figure is not cleared: say which, and what
+  // measures them.
+  std::size_t measured = 0;
+  std::vector<std::string> without;
+  for (std::size_t a = 0; a < n; ++a)
+    for (std::size_t b = a + 1; b < n; ++b) {
+      if (static_cast<int>(b) < r.pairs->nodes.size && r.pairs->nodes.bw(static_cast<int>(a), static_cast<int>(b)))
+        ++measured;
+      else
+        without.push_back(fmt::format("{}-{}", r.pairs->hosts[a], r.pairs->hosts[b]));
+    }
+  if (measured == 0)
+    return "not judged: no node pair's bandwidth was measured (a longer --budget, or none, measures them)";
   std::string text =
-      fmt::format("none: every node and link of the {} node pairs stands with the others", n * (n - 1) / 2);
+      without.empty() || r.pairs->mode != "full"
+          ? fmt::format("none: every node and link of the {} node pairs measured stands with the others", measured)
+          : fmt::format(
+                "none among the {} node pairs measured; {} of {} have no bandwidth figure ({}{}), so a slow "
+                "node or link there is not ruled out: a longer --budget (or none) measures them",
+                measured, without.size(), n * (n - 1) / 2,
+                fmt::join(without.begin(), without.begin() + std::min<std::ptrdiff_t>(4, std::ssize(without)), ", "),
+                without.size() > 4 ? ", ..." : "");
   if (!r.unconfirmed.empty())
     text += fmt::format(" ({} suspect{} of the first pass not confirmed by the second)", r.unconfirmed.size(),
                         r.unconfirmed.size() == 1 ? "" : "s");

@@ -530,12 +530,15 @@ class RunPipeline {
     quick.pairs.small_bytes = config_.pairs.small_bytes;
     quick.iterations.warmup = 1;
     quick.iterations.fixed_iters = health_iterations;
-    PairsResult matrix =
-        run_pairs(quick, *transport_, world_, layout_, PhaseLimit{seconds, cuts(), {}}, PairPass{false, Phase::health});
+    // The second pass has a round's share of the pass, kept from its
+    // rounds, and what they leave.
+    const Window pass(seconds);
+    PairsResult matrix = run_pairs(quick, *transport_, world_, layout_, PhaseLimit{seconds, cuts(), {}},
+                                   PairPass{false, Phase::health, 1});
     // The suspects, then the second pass that confirms them (every rank).
     std::vector<Finding> suspects;
     if (lead_) suspects = find_outliers(matrix.nodes, matrix.hosts, thresholds());
-    Confirmation confirmed = confirm(suspects, quick);
+    Confirmation confirmed = confirm(suspects, quick, std::isfinite(seconds) ? std::max(pass.left_s(), 0.0) : seconds);
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
     HealthResult health;

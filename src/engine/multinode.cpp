@@ -1,6 +1,7 @@
 #include "fabricbench/engine/multinode.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstring>
 
@@ -95,44 +96,78 @@ Measurement measure_fabric_op(const RunConfig& config, Transport& transport, con
   return measure_op(config, transport, group, spec, share_s);
 }
 
-// The message a pair measures its bandwidth with inside `share_s`: the full
-// `counts`, or, on a link too slow for the full message's check, warm-up
-// and two timed exchanges to fit, the largest half, quarter, ... of it that
-// fits in what the probes left of it, down to the probe. The probe is the
-// fastest of three timed exchanges of a 64th of the message (64 KiB at
-// least), every pair of the round at once: a rank that waited for a core
-// (ranks sharing cores, a busy neighbour) slows only some of them, and the
-// rate, latency included, still errs small. The pairs with the same
-// `size_key` (the rails of one node pair, which share its links) take the
-// slowest of their probes, so they measure alike. Collective over `world`;
-// without a budget the full message, with no probe.
-Counts counts_within(Transport* sub, const Comm& group, const Comm& world, int size_key, int keys, const Counts& counts,
-                     double share_s) {
+// The message a pair measures its bandwidth with, and its probe's figure.
+struct PairMessage {
+  Counts counts;
+  std::size_t probe_bytes = 0;  // 0: no probe ran (no budget, or the message is the probe's size)
+  double probe_s = 0;           // this rank's mean timed probe exchange
+  bool probe_only = false;      // not even the probe's size fits again: the probe is the figure
+  std::uint64_t wrong = 0;      // wrong elements the probe's check found on this rank
+};
+
+// The message a pair measures its bandwidth with inside `share_s` (counted
+// from `since`): the full `counts`, or, on a link too slow for the full
+// message's check, warm-up and two timed exchanges to fit, the largest
+// half, quarter, ... of it that fits in what the probe left of the share,
+// down to the probe's size; where not even that fits, the probe itself is
+// the pair's figure. The probe is a 64th of the message (64 KiB at least):
+// one checked exchange (fill, run, verify: what the measurement's check
+// costs a byte) and the fastest of three timed ones, every pair of the
+// round at once: a rank that waited for a core (ranks sharing cores, a busy
+// neighbour) slows only some of them, and the rate, latency included, still
+// errs small. The pairs with the same `size_key` (the rails of one node
+// pair, which share its links) take the slowest of their probes, so they
+// measure alike; what is left of the share is the slowest rank's, probes,
+// buffers and waiting included (a round of 16 ranks on 2 cores spent twice
+// its bandwidth half before its first full-size exchange). Collective over
+// `world`; without a budget the full message, with no probe.
+PairMessage message_within(Transport* sub, const Comm& group, const Comm& world, int size_key, int keys,
+                           const Counts& counts, double share_s, const Window& since) {
   constexpr std::size_t least = std::size_t{64} << 10;
+  PairMessage out{counts};
   const std::size_t probe_bytes = std::max(counts.bytes / 64, least);
-  if (!std::isfinite(share_s) || probe_bytes >= counts.bytes) return counts;
+  if (!std::isfinite(share_s) || probe_bytes >= counts.bytes) return out;
   const Counts probe = counts_for(Op::sendrecv, fabric_dtype, probe_bytes, 2);
   constexpr int probes = 3;
-  std::vector<double> slowest(static_cast<std::size_t>(std::max(keys, 1)), 0.0);
+  const auto k = static_cast<std::size_t>(std::max(keys, 1));
+  // Per key: the slowest timed probe, the slowest checked one; then the
+  // slowest rank's time since the round's bandwidth half began.
+  std::vector<double> slowest(2 * k + 1, 0.0);
+  const bool keyed = sub != nullptr && size_key >= 0 && size_key < keys;
   if (sub != nullptr) {
     const OpSpec spec{Op::sendrecv, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, probe};
     sub->prepare(spec);
     sub->barrier();
+    const Window checked;
+    sub->fill(spec);
+    sub->run_once(spec);
+    out.wrong = sub->verify(spec);
+    std::array<double, 2> t{0.0, checked.elapsed_s()};
     const BatchTiming batch = sub->time_batch(spec, probes, true);
-    double t = batch.per_iteration.empty() ? batch.seconds / probes
-                                           : *std::min_element(batch.per_iteration.begin(), batch.per_iteration.end());
-    group.allreduce_max(std::span<double>(&t, 1));
-    if (size_key >= 0 && size_key < keys) slowest[static_cast<std::size_t>(size_key)] = t;
+    t[0] = batch.per_iteration.empty() ? batch.seconds / probes
+                                       : *std::min_element(batch.per_iteration.begin(), batch.per_iteration.end());
+    out.probe_bytes = probe.bytes;
+    out.probe_s = batch.seconds / probes;
+    group.allreduce_max(std::span<double>(t));
+    if (keyed) {
+      slowest[static_cast<std::size_t>(size_key)] = t[0];
+      slowest[k + static_cast<std::size_t>(size_key)] = t[1];
+    }
   }
+  slowest[2 * k] = since.elapsed_s();
   world.allreduce_max(std::span<double>(slowest));
-  if (sub == nullptr || size_key < 0 || size_key >= keys) return counts;
+  if (!keyed) return out;
   const double t = slowest[static_cast<std::size_t>(size_key)];
-  const double bytes_per_s = static_cast<double>(probe.bytes) / std::max(t, 1e-9);
-  // What the share holds after the probes (at least their fastest each).
-  const double left_s = share_s - probes * t;
+  const double check_s = slowest[k + static_cast<std::size_t>(size_key)];
+  // A byte's cost at the probe's rates: its check, a warm-up and two timed
+  // exchanges.
+  const double s_per_byte = (check_s + 3 * t) / static_cast<double>(probe.bytes);
+  const double left_s = share_s - slowest[2 * k];
   std::size_t bytes = counts.bytes;
-  while (bytes / 2 >= probe.bytes && 4.0 * static_cast<double>(bytes) / bytes_per_s > left_s) bytes /= 2;
-  return bytes == counts.bytes ? counts : counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
+  while (bytes / 2 >= probe.bytes && s_per_byte * static_cast<double>(bytes) > left_s) bytes /= 2;
+  out.probe_only = s_per_byte * static_cast<double>(bytes) > left_s;
+  if (bytes != counts.bytes) out.counts = counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
+  return out;
 }
 
 // Which pairs of a round size their message together (`key`, -1 for
@@ -167,27 +202,34 @@ RoundCuts exchange_round(const RunConfig& config, Transport& transport, const Co
     if (!bandwidth && !latency_too) continue;
     const std::size_t bytes = bandwidth ? config.pairs.bytes : config.pairs.small_bytes;
     const Counts full = counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
-    Counts counts = full;
     Measurement m;
     const Window exchange;
+    PairMessage message{full};
     if (bandwidth)
-      counts = counts_within(sub.get(), group, world, sub ? size_key.key : -1, size_key.keys, full, share_s / 2);
-    if (sub) {
-      m = measure_fabric_op(bandwidth ? config : small, *sub, group, Op::sendrecv, counts,
+      message =
+          message_within(sub.get(), group, world, sub ? size_key.key : -1, size_key.keys, full, share_s / 2, exchange);
+    if (sub && !message.probe_only) {
+      m = measure_fabric_op(bandwidth ? config : small, *sub, group, Op::sendrecv, message.counts,
                             share_s / 2 - exchange.elapsed_s());
     }
-    std::array<std::int64_t, 2> mine{sub && group.rank() == 0 && (m.cut || m.skipped) ? 1 : 0,
-                                     sub && group.rank() == 0 && counts.bytes < full.bytes ? 1 : 0};
+    // Where the measurement could not fit (or did not even start), the
+    // probe's exchanges are the pair's figure: measured, with a smaller
+    // message, rather than none.
+    const bool from_probe = sub && message.probe_bytes > 0 && (message.probe_only || m.skipped);
+    const double seconds = from_probe ? message.probe_s : bandwidth ? m.local_seconds : m.local_min_seconds;
+    const std::size_t moved = from_probe ? message.probe_bytes : sub && !m.skipped ? message.counts.bytes : 0;
+    std::array<std::int64_t, 2> mine{sub && group.rank() == 0 && (m.cut || m.skipped) && !from_probe ? 1 : 0,
+                                     sub && group.rank() == 0 && moved > 0 && moved < full.bytes ? 1 : 0};
     world.allreduce_max(std::span<std::int64_t>(mine));
     cuts.fewer += static_cast<int>(mine[0]);
     cuts.smaller += static_cast<int>(mine[1]);
     std::uint64_t wrong = sub && group.rank() == 0 ? m.timing.wrong.value_or(0) : 0;
+    wrong += message.wrong;
     world.allreduce_sum(std::span<std::uint64_t>(&wrong, 1));
     wrong_total += wrong;
     // Bandwidth from the mean iteration; latency from the fastest, which
     // contention (ranks sharing cores, a busy neighbour) can only slow.
-    const RoundFigures figures =
-        gather_figures(world, bandwidth ? m.local_seconds : m.local_min_seconds, sub && !m.skipped ? counts.bytes : 0);
+    const RoundFigures figures = gather_figures(world, seconds, moved);
     if (world.rank() == 0) record(bandwidth, full.bytes, figures);
   }
   return cuts;
@@ -395,13 +437,10 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
   // The steps kept for what follows the rounds count as rounds: each round
   // gets its part, and what is left after the last one is theirs.
   int steps_left = static_cast<int>(planned.size()) + intra_rounds + pass.reserve_steps;
-  // The health pass's rounds have fixed counts: one that took longer than
-  // what is left would only overrun it, so it is not started. The matrix's
-  // rounds fit themselves to their shares (their counts, and a slow link's
-  // message), so a round that ran a little over its share never costs the
-  // next one its turn.
-  const bool fixed_rounds = pass.phase == Phase::health;
-  double last_step_s = 0;
+  // Every round fits itself to its share (its counts, and a slow link's
+  // message, down to its probe's figure), so a round that ran a little over
+  // its share never costs the next one its turn: every planned pair is
+  // measured, in the health pass too, whose figures name a slow host.
   const auto cut = [&](const std::string& what, const RoundCuts& cuts, bool skipped) {
     if (world.rank() != 0 || limit.cuts == nullptr) return;
     if (skipped || cuts.fewer > 0)
@@ -426,25 +465,17 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
 
   // Between nodes: every rail at once.
   for (const int round : planned) {
-    const Window step;
-    // The health pass is a few rounds of fixed, short counts: a round runs
-    // while any of the pass's time is left, and its measurements are never
-    // cut short, so that a slow host's links are measured: they are what
-    // names it.
-    const double share = next_share(world, phase, fixed_rounds ? 1 : steps_left, fixed_rounds ? last_step_s : 0.0);
-    --steps_left;
+    const double share = next_share(world, phase, steps_left--, 0.0);
     const std::string what = fmt::format("node pairs round {}", round);
     if (share < 0) {
       cut(what, {}, true);
       continue;
     }
     const std::vector<int> pairing = partners(n, round, order);
-    const RoundCuts cuts = node_round(config, transport, world, layout, pairing, result.nodes, result.wrong,
-                                      fixed_rounds ? unlimited_seconds : share);
+    const RoundCuts cuts = node_round(config, transport, world, layout, pairing, result.nodes, result.wrong, share);
     result.rounds.push_back(round);
     cut(what, cuts, false);
     if (cuts.smaller > 0) smaller(what, result.nodes, pairing, layout.hostnames);
-    last_step_s = step.elapsed_s();
   }
 
   // Within each node: local rank pairs, every node at once.

@@ -150,6 +150,36 @@ TEST(MultinodeMpi, ASlowLinksBandwidthIsMeasuredWithAMessageItsShareHolds) {
     for (const PairLink& l : node.links) EXPECT_EQ(l.bytes.has_value(), l.from == 0 || l.to == 0);
 }
 
+// Rank 0's link is so slow (1 MiB/s) that after its probes (one checked
+// and three timed 64 KiB exchanges, a quarter second) no round's bandwidth
+// half (0.3 s) holds another measurement, not even at the probe's size:
+// the probe's exchanges are that pair's figure, with their message, never
+// a link with none.
+TEST(MultinodeMpi, ALinkTooSlowToMeasureAgainAfterItsProbeKeepsTheProbesFigure) {
+  const Comm world = Comm::world();
+  if (world.size() < 2) GTEST_SKIP() << "no pairs with one rank";
+  MpiTransport mpi(world);
+  constexpr double bytes_per_s = 1 << 20;
+  SlowLinkTransport slow(world.rank() == 0 ? mpi.split(world, 0, world.rank()) : nullptr, bytes_per_s);
+  Transport& transport = world.rank() == 0 ? static_cast<Transport&>(slow) : static_cast<Transport&>(mpi);
+  const Layout layout = discover_layout(world);
+  RunConfig config = small_config();
+  config.pairs.bytes = std::size_t{4} << 20;
+  std::vector<Cut> cuts;
+  const double seconds = 0.6 * pair_round_count(world.size());
+  const PairsResult pairs = run_pairs(config, transport, world, layout, PhaseLimit{seconds, &cuts, {}});
+  if (world.rank() != 0) return;
+  ASSERT_EQ(pairs.intra.size(), 1U);
+  const PairMatrix& m = pairs.intra[0];
+  for (int b = 1; b < m.size; ++b) {
+    ASSERT_TRUE(m.bw(0, b)) << b;
+    ASSERT_TRUE(m.smaller(0, b)) << b;
+    EXPECT_EQ(*m.smaller(0, b), std::size_t{64} << 10);
+    EXPECT_LE(*m.bw(0, b), bytes_per_s / 1e9);  // no faster than the link
+    EXPECT_GE(*m.bw(0, b), 0.2 * bytes_per_s / 1e9);
+  }
+}
+
 // Rank 0 expects an all-reduce's check to cost a second a byte (what the
 // sweep's checks would have shown): no all-reduce step of the ladder can
 // fit its share, so each is skipped before it starts and listed; the

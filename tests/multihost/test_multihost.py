@@ -394,6 +394,34 @@ class MultiHost(TestBedCase):
                          ["health", "sweep", "ladder", "gpu_ladder", "pairs"])
         self.assertTrue("gpu_ladder" in doc or any(c["phase"] == "gpu_ladder" for c in cuts))
 
+    # The default profile inside a budget, with a host at 100 Mbit/s: the
+    # run ends within 1.1 x its budget by its own clock (launch and MPI
+    # start lie outside it: the margin), no phase runs far past its share,
+    # every node pair has a bandwidth figure (a link too slow for the 64 MiB
+    # message is measured with a smaller one) and the host is named,
+    # confirmed, and nothing else.
+    RUN_BUDGET_S = 60
+
+    def test_run_with_a_throttled_host_ends_within_its_budget_and_names_it(self):
+        testbed("throttle", "node2", RATE)
+        budget = self.RUN_BUDGET_S
+        proc, doc, wall = timed_fabricbench(self.json, "run", "--budget", f"{budget}s", *FINDINGS)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        validate(self, self.json)
+        self.assertLessEqual(doc["status"]["duration_s"], 1.1 * budget, proc.stdout)
+        self.assertLess(wall, 1.1 * budget + self.LAUNCH_MARGIN_S, proc.stdout)
+        for phase in doc["budget"]["phases"]:
+            self.assertLessEqual(phase["used_s"], phase["share_s"] + 0.1 * budget, doc["budget"]["phases"])
+        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node2"])], proc.stdout)
+        self.assertTrue(doc["findings"][0]["confirmed"])
+        links = doc["pairs"]["links"]
+        self.assertEqual(sorted((l["from"], l["to"]) for l in links if l["bandwidth_gbs"]),
+                         [(a, b) for a in range(4) for b in range(4) if a != b], proc.stdout)
+        for l in links:
+            if 2 in (l["from"], l["to"]):
+                self.assertLess(l["bytes"], doc["pairs"]["bytes"], l)
+        self.assertIn("bad nodes:    node2 (slow node)", proc.stdout)
+
     def test_a_slow_rank_is_named_after_a_second_round(self):
         # One rank on each of two hosts (2 ranks on this machine's cores),
         # rank 1 held to a tenth of a core: it comes late to every

@@ -185,6 +185,9 @@ TEST(Headline, AHealthyMatrixAndNoPriceSayTheirAnswer) {
   // Three nodes, one suspect the second pass cleared: none named, the suspect counted.
   RunResult three = run_of(3, 3);
   p.hosts = {"node0", "node1", "node2"};
+  p.nodes = PairMatrix(3);
+  for (const auto& [a, b] : {std::pair{0, 1}, std::pair{0, 2}, std::pair{1, 2}})
+    p.nodes.bw(a, b) = p.nodes.bw(b, a) = 1.0;
   three.pairs = p;
   Finding cleared;
   cleared.nodes = {1};
@@ -193,14 +196,40 @@ TEST(Headline, AHealthyMatrixAndNoPriceSayTheirAnswer) {
   cleared.message = "not confirmed: slow node node1";
   three.unconfirmed = {cleared};
   ReportRun judged_three = judged(three);
-  EXPECT_EQ(line(headline(judged_three), "bad nodes"),
-            "none: every node and link of the 3 node pairs stands with the others (1 suspect of the first pass not "
-            "confirmed by the second)");
+  EXPECT_EQ(
+      line(headline(judged_three), "bad nodes"),
+      "none: every node and link of the 3 node pairs measured stands with the others (1 suspect of the first pass not "
+      "confirmed by the second)");
   const auto info = std::find_if(judged_three.verdicts.begin(), judged_three.verdicts.end(),
                                  [](const Verdict& v) { return v.cause_kind == "not_confirmed"; });
   ASSERT_NE(info, judged_three.verdicts.end());
   EXPECT_EQ(info->level, Level::info);
   EXPECT_EQ(info->reason, "not confirmed: slow node node1");
+}
+
+// A pair the budget left without a bandwidth figure is not cleared: the
+// line names it and what measures it; with no pair measured, nothing is
+// judged.
+TEST(Headline, APairWithNoBandwidthFigureIsNotClearedByTheBadNodesLine) {
+  RunResult r = run_of(4, 4);
+  r.records.push_back(record(Op::allreduce, 1 << 20, 2.5));
+  PairsResult p;
+  p.hosts = {"node0", "node1", "node2", "node3"};
+  p.nodes = PairMatrix(4);
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      if (a != b && a != 2 && b != 2) p.nodes.bw(a, b) = 1.0;
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b)
+      if (a != b) p.nodes.lat(a, b) = 7.0;  // latency alone clears nothing
+  r.pairs = p;
+  EXPECT_EQ(line(headline(judged(r)), "bad nodes"),
+            "none among the 3 node pairs measured; 3 of 6 have no bandwidth figure (node0-node2, node1-node2, "
+            "node2-node3), so a slow node or link there is not ruled out: a longer --budget (or none) measures them");
+  p.nodes = PairMatrix(4);
+  r.pairs = p;
+  EXPECT_EQ(line(headline(judged(r)), "bad nodes"),
+            "not judged: no node pair's bandwidth was measured (a longer --budget, or none, measures them)");
 }
 
 TEST(Money, PlainNumbersWithTheCurrency) {
