@@ -117,12 +117,12 @@ GpuLadderResult run_gpu_ladder(const RunConfig& config, Transport& transport, co
       // or none (-1) once it is spent or the last row's step outlasted it
       // (a row of more GPUs takes no less); every rank follows.
       const Window step;
-      const double share =
-          next_share(world, phase, measurements_left--, last_step_s, expected_check_s(limit, job.op, job.bytes));
-      SetLine line;
       const Counts counts = counts_for(job.op, ladder_dtype, job.bytes, group.empty() ? 1 : group.size());
+      const OpSpec spec{job.op, ladder_dtype, RedOp::sum, Placement::out_of_place, 0, counts};
+      const double least_s = expected_step_s(limit, phase, world, counts.param > 0 ? sub.get() : nullptr, spec);
+      const double share = next_share(world, phase, measurements_left--, last_step_s, least_s);
+      SetLine line;
       if (sub && counts.param > 0 && share >= 0) {
-        const OpSpec spec{job.op, ladder_dtype, RedOp::sum, Placement::out_of_place, 0, counts};
         sub->prepare(spec);
         const Measurement m = measure_op(config, *sub, group, spec, share);
         if (group.rank() == 0 && !m.skipped)

@@ -4,6 +4,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include <fmt/format.h>
 
@@ -96,6 +97,28 @@ Measurement measure_fabric_op(const RunConfig& config, Transport& transport, con
   return measure_op(config, transport, group, spec, share_s);
 }
 
+// Two checked runs of `spec` on `transport` (fill, run, verify), each
+// timed: the first on buffers just made (it pays for their pages, as the
+// measurement's check will on its own), the second warm. The wrong elements
+// found go to `wrong`.
+struct CheckedRuns {
+  double cold_s = 0;
+  double warm_s = 0;
+};
+
+CheckedRuns checked_runs(Transport& transport, const OpSpec& spec, std::uint64_t* wrong) {
+  std::array<double, 2> t{};
+  for (double& each : t) {
+    const Window checked;
+    transport.fill(spec);
+    transport.run_once(spec);
+    const std::uint64_t found = transport.verify(spec);
+    if (wrong != nullptr) *wrong += found;
+    each = checked.elapsed_s();
+  }
+  return {t[0], t[1]};
+}
+
 // The message a pair measures its bandwidth with, and its probe's figure.
 struct PairMessage {
   Counts counts;
@@ -111,8 +134,8 @@ struct PairMessage {
 // half, quarter, ... of it that fits in what the probe left of the share,
 // down to the probe's size; where not even that fits, the probe itself is
 // the pair's figure. The probe is a 64th of the message (64 KiB at least):
-// one checked exchange (fill, run, verify: what the measurement's check
-// costs a byte) and the fastest of three timed ones, every pair of the
+// the fastest of two checked exchanges (fill, run, verify: what the
+// measurement's check costs a byte) and of three timed ones, every pair of the
 // round at once: a rank that waited for a core (ranks sharing cores, a busy
 // neighbour) slows only some of them, and the rate, latency included, still
 // errs small. The pairs with the same `size_key` (the rails of one node
@@ -138,11 +161,10 @@ PairMessage message_within(Transport* sub, const Comm& group, const Comm& world,
     const OpSpec spec{Op::sendrecv, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, probe};
     sub->prepare(spec);
     sub->barrier();
-    const Window checked;
-    sub->fill(spec);
-    sub->run_once(spec);
-    out.wrong = sub->verify(spec);
-    std::array<double, 2> t{0.0, checked.elapsed_s()};
+    // The faster of the two checked runs: scaled 64 times to the full
+    // message, one wait for a core halved a healthy pair's message.
+    const CheckedRuns runs = checked_runs(*sub, spec, &out.wrong);
+    std::array<double, 2> t{0.0, std::min(runs.cold_s, runs.warm_s)};
     const BatchTiming batch = sub->time_batch(spec, probes, true);
     t[0] = batch.per_iteration.empty() ? batch.seconds / probes
                                        : *std::min_element(batch.per_iteration.begin(), batch.per_iteration.end());
@@ -316,6 +338,32 @@ double expected_check_s(const PhaseLimit& limit, Op op, std::size_t bytes) {
   return it == limit.check_s_per_byte.end() ? 0.0 : it->second * static_cast<double>(bytes);
 }
 
+double expected_step_s(const PhaseLimit& limit, const Window& phase, const Comm& world, Transport* sub,
+                       const OpSpec& spec) {
+  constexpr std::size_t least = 4096;
+  const std::size_t bytes = spec.counts.bytes;
+  const std::size_t probe_bytes = std::max(bytes / 64, least);
+  std::int32_t probe = world.rank() == 0 && std::isfinite(phase.seconds()) && probe_bytes < bytes ? 1 : 0;
+  probe = world.broadcast_value(probe, 0);
+  double t = 0;
+  if (probe != 0 && sub != nullptr) {
+    OpSpec small = spec;
+    small.counts = counts_for(spec.op, spec.dtype, probe_bytes, sub->size());
+    if (small.counts.param > 0 && small.counts.bytes > 0) {
+      sub->prepare(small);
+      sub->barrier();
+      // An estimate only: the step checks its own output. The step runs its
+      // check on buffers just made (the first run's rate) and at least a
+      // warm-up and a timed iteration (the second's, a checked run being
+      // no faster than the op alone).
+      const CheckedRuns runs = checked_runs(*sub, small, nullptr);
+      t = (runs.cold_s + 2 * runs.warm_s) * static_cast<double>(bytes) / static_cast<double>(small.counts.bytes);
+    }
+  }
+  if (probe != 0) world.allreduce_max(std::span<double>(&t, 1));
+  return std::max(t, expected_check_s(limit, spec.op, bytes));
+}
+
 std::size_t ladder_bytes(const ScaleConfig& config) {
   std::size_t cap = 4;
   while (cap * 2 <= config.mem_cap / 2) cap *= 2;
@@ -342,8 +390,10 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
     const std::unique_ptr<Transport> sub = transport.split(group, color, world.rank());
     for (const LadderJob& job : jobs) {
       const Window step;
-      const double share =
-          next_share(world, phase, steps_left--, last_step_s, expected_check_s(limit, job.op, job.bytes));
+      const Counts counts = counts_for(job.op, fabric_dtype, job.bytes, group.empty() ? 1 : group.size());
+      const OpSpec spec{job.op, fabric_dtype, RedOp::sum, Placement::out_of_place, 0, counts};
+      const double least_s = expected_step_s(limit, phase, world, counts.param > 0 ? sub.get() : nullptr, spec);
+      const double share = next_share(world, phase, steps_left--, last_step_s, least_s);
       const std::string what = plan.kind == LevelKind::rail
                                    ? fmt::format("{} {} rails", name(job.op), format_size(job.bytes))
                                    : fmt::format("{} {} groups of {} node{}", name(job.op), format_size(job.bytes),
@@ -353,7 +403,6 @@ ScaleResult run_ladder(const RunConfig& config, Transport& transport, const Comm
         continue;
       }
       GroupLine mine;
-      const Counts counts = counts_for(job.op, fabric_dtype, job.bytes, group.empty() ? 1 : group.size());
       if (sub && counts.param > 0) {
         const Measurement m = measure_fabric_op(config, *sub, group, job.op, counts, share);
         if (group.rank() == 0 && !m.skipped)

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <memory>
 #include <thread>
 
 #include <sched.h>
@@ -55,14 +56,16 @@ TEST(MultinodeMpi, PairMatrixWithinOneNodeCoversEveryLocalPair) {
   }
 }
 
-// The MPI transport with every send/recv of this rank as slow as a link of
-// `bytes_per_s` one way, whoever the partner: each exchange, checked or
-// timed, takes its bytes over that rate more. Its sub-transports are as
-// slow.
+// The MPI transport with every send/recv (or `op`) of this rank as slow as
+// a link of `bytes_per_s` one way, whoever the partner: each exchange,
+// checked or timed, takes its bytes over that rate more. Its
+// sub-transports are as slow. `checked` (where given) gets the message of
+// every checked run of `op`, sub-transports' included.
 class SlowLinkTransport final : public Transport {
  public:
-  SlowLinkTransport(std::unique_ptr<Transport> inner, double bytes_per_s)
-      : inner_(std::move(inner)), bytes_per_s_(bytes_per_s) {}
+  SlowLinkTransport(std::unique_ptr<Transport> inner, double bytes_per_s, Op op = Op::sendrecv,
+                    std::shared_ptr<std::vector<std::size_t>> checked = nullptr)
+      : inner_(std::move(inner)), bytes_per_s_(bytes_per_s), op_(op), checked_(std::move(checked)) {}
   std::string_view name() const override { return inner_->name(); }
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
@@ -73,6 +76,7 @@ class SlowLinkTransport final : public Transport {
   void fill(const OpSpec& s) override { inner_->fill(s); }
   void run_once(const OpSpec& s) override {
     inner_->run_once(s);
+    if (checked_ && s.op == op_) checked_->push_back(s.counts.bytes);
     (void)hold(s, 1);
   }
   std::uint64_t verify(const OpSpec& s) override { return inner_->verify(s); }
@@ -81,7 +85,7 @@ class SlowLinkTransport final : public Transport {
   double time_p2p(const P2PSpec& s, int iters) override { return inner_->time_p2p(s, iters); }
   std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override {
     std::unique_ptr<Transport> inner = inner_->split(sub, color, key);
-    return inner ? std::make_unique<SlowLinkTransport>(std::move(inner), bytes_per_s_) : nullptr;
+    return inner ? std::make_unique<SlowLinkTransport>(std::move(inner), bytes_per_s_, op_, checked_) : nullptr;
   }
   BatchTiming time_batch(const OpSpec& s, int iters, bool per_iteration) override {
     BatchTiming t = inner_->time_batch(s, iters, per_iteration);
@@ -93,13 +97,15 @@ class SlowLinkTransport final : public Transport {
 
  private:
   double hold(const OpSpec& s, int iters) const {
-    if (s.op != Op::sendrecv || bytes_per_s_ <= 0) return 0;
+    if (s.op != op_ || bytes_per_s_ <= 0) return 0;
     const double seconds = iters * static_cast<double>(s.counts.bytes) / bytes_per_s_;
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     return seconds;
   }
   std::unique_ptr<Transport> inner_;
   double bytes_per_s_;
+  Op op_;
+  std::shared_ptr<std::vector<std::size_t>> checked_;
 };
 
 // Rank 0's link is slow (1 MiB/s): its 1 MiB exchange's check, warm-up and
@@ -150,9 +156,9 @@ TEST(MultinodeMpi, ASlowLinksBandwidthIsMeasuredWithAMessageItsShareHolds) {
     for (const PairLink& l : node.links) EXPECT_EQ(l.bytes.has_value(), l.from == 0 || l.to == 0);
 }
 
-// Rank 0's link is so slow (1 MiB/s) that after its probes (one checked
-// and three timed 64 KiB exchanges, a quarter second) no round's bandwidth
-// half (0.3 s) holds another measurement, not even at the probe's size:
+// Rank 0's link is so slow (1 MiB/s) that after its probes (two checked
+// and three timed 64 KiB exchanges, a third of a second) no round's
+// bandwidth half (0.3 s) holds another measurement, not even at the probe's size:
 // the probe's exchanges are that pair's figure, with their message, never
 // a link with none.
 TEST(MultinodeMpi, ALinkTooSlowToMeasureAgainAfterItsProbeKeepsTheProbesFigure) {
@@ -193,6 +199,35 @@ TEST(MultinodeMpi, ALadderStepWhoseCheckCannotFitIsSkippedBeforeItStarts) {
   if (world.rank() == 0) limit.check_s_per_byte = {{Op::allreduce, 1.0}};
   const ScaleResult scaling = run_ladder(small_config(), transport, world, layout, limit);
   if (world.rank() != 0) return;
+  ASSERT_FALSE(scaling.levels.empty());
+  for (const LevelResult& l : scaling.levels) EXPECT_EQ(l.op, Op::allgather);
+  ASSERT_FALSE(cuts.empty());
+  for (const Cut& c : cuts) {
+    EXPECT_EQ(c.action, "skipped");
+    EXPECT_EQ(c.what.rfind("allreduce", 0), 0U) << c.what;
+  }
+}
+
+// No sweep ran before the ladder (`scale`): rank 0's all-reduce runs at
+// 1 MiB/s, so a 4 MiB step's check alone (4 s) would outlast the whole
+// phase (2 s). The step's probe (two checked 64 KiB all-reduces) shows it: the
+// step is skipped before its check ever runs at 4 MiB, and listed; the
+// all-gather, unslowed, is measured.
+TEST(MultinodeMpi, ALadderStepWithNoSweepBeforeItIsSkippedWhenItsProbeShowsItCannotFit) {
+  const Comm world = Comm::world();
+  MpiTransport mpi(world);
+  auto checked = std::make_shared<std::vector<std::size_t>>();
+  SlowLinkTransport slow(world.rank() == 0 ? mpi.split(world, 0, world.rank()) : nullptr, 1 << 20, Op::allreduce,
+                         checked);
+  Transport& transport = world.rank() == 0 ? static_cast<Transport&>(slow) : static_cast<Transport&>(mpi);
+  const Layout layout = discover_layout(world);
+  RunConfig config = small_config();
+  config.scale.bytes = std::size_t{4} << 20;
+  std::vector<Cut> cuts;
+  const ScaleResult scaling = run_ladder(config, transport, world, layout, PhaseLimit{2.0, &cuts, {}});
+  if (world.rank() != 0) return;
+  for (const std::size_t bytes : *checked) EXPECT_LT(bytes, config.scale.bytes);  // only the probes
+  EXPECT_FALSE(checked->empty());
   ASSERT_FALSE(scaling.levels.empty());
   for (const LevelResult& l : scaling.levels) EXPECT_EQ(l.op, Op::allgather);
   ASSERT_FALSE(cuts.empty());
