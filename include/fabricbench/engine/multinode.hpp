@@ -38,16 +38,17 @@ double expected_check_s(const PhaseLimit& limit, Op op, std::size_t bytes);
 // What a ladder step (of `spec`, on `sub`, the step's group; null where
 // this rank sits it out) is expected to take at least, on world rank 0,
 // for next_share: the larger of the sweep's figure for its op's check
-// (`limit`) and, from the fastest of two checked runs of a 64th of its
-// message (4 KiB at least; fill, run, verify) on every group at once, the
-// slowest rank's, scaled to the message, its check, a warm-up and a timed
-// iteration at that rate. Without it a phase with no sweep before it
-// (`scale`, `run --no-sweep`) started a 256 MiB step whose check alone
-// outlasted its share threefold; the check alone at the probe's rate (4
-// MiB, held in a cache as 256 MiB is not) showed a fifth of what the step
-// took, a 16th-size probe a third, at 4 to 12 s a probe on a slow link.
-// Nothing runs where rank 0's `phase` has no budget or the message is no
-// larger than its probe. Collective over `world`.
+// (`limit`) and a probe's: two checked runs of a 64th of its message (4 KiB
+// at least; fill, run, verify) on every group at once, the slowest rank's,
+// scaled to the message: its check at the first's rate (on fresh buffers,
+// as the step's check will be), a warm-up and a timed iteration at the
+// second's. Without it a phase with no sweep before it (`scale`) started a
+// 256 MiB step whose check alone outlasted its share threefold; the check
+// alone at a warm probe's rate (4 MiB, held in a cache as 256 MiB is not)
+// showed a fifth of what the step took, a 16th-size probe a third, at 4 to
+// 12 s a probe on a slow link. Nothing runs where rank 0's `phase` has no
+// budget or the message is no larger than its probe. Collective over
+// `world`.
 double expected_step_s(const PhaseLimit& limit, const Window& phase, const Comm& world, Transport* sub,
                        const OpSpec& spec);
 
