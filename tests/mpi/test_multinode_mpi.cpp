@@ -108,6 +108,21 @@ class SlowLinkTransport final : public Transport {
   std::shared_ptr<std::vector<std::size_t>> checked_;
 };
 
+// The pair matrix over this host's ranks with rank 0's link at
+// `bytes_per_s` (SlowLinkTransport), at `pair_bytes`, within
+// `seconds_per_round` a round; its cuts into `cuts` (rank 0's).
+PairsResult pairs_with_a_slow_rank0(double bytes_per_s, std::size_t pair_bytes, double seconds_per_round,
+                                    std::vector<Cut>& cuts) {
+  const Comm world = Comm::world();
+  MpiTransport mpi(world);
+  SlowLinkTransport slow(world.rank() == 0 ? mpi.split(world, 0, world.rank()) : nullptr, bytes_per_s);
+  Transport& transport = world.rank() == 0 ? static_cast<Transport&>(slow) : static_cast<Transport&>(mpi);
+  RunConfig config = small_config();
+  config.pairs.bytes = pair_bytes;
+  const double seconds = seconds_per_round * pair_round_count(world.size());
+  return run_pairs(config, transport, world, discover_layout(world), PhaseLimit{seconds, &cuts, {}});
+}
+
 // Rank 0's link is slow (1 MiB/s): its 1 MiB exchange's check, warm-up and
 // two timed iterations (4 s) fit in no round's bandwidth half (1 s, 2 s a
 // round, and at most 6 s for the last), so that pair's bandwidth is
@@ -116,16 +131,9 @@ class SlowLinkTransport final : public Transport {
 TEST(MultinodeMpi, ASlowLinksBandwidthIsMeasuredWithAMessageItsShareHolds) {
   const Comm world = Comm::world();
   if (world.size() < 2) GTEST_SKIP() << "no pairs with one rank";
-  MpiTransport mpi(world);
   constexpr double bytes_per_s = 1 << 20;
-  SlowLinkTransport slow(world.rank() == 0 ? mpi.split(world, 0, world.rank()) : nullptr, bytes_per_s);
-  Transport& transport = world.rank() == 0 ? static_cast<Transport&>(slow) : static_cast<Transport&>(mpi);
-  const Layout layout = discover_layout(world);
-  RunConfig config = small_config();
-  config.pairs.bytes = std::size_t{1} << 20;
   std::vector<Cut> cuts;
-  const double seconds = 2.0 * pair_round_count(world.size());
-  const PairsResult pairs = run_pairs(config, transport, world, layout, PhaseLimit{seconds, &cuts, {}});
+  const PairsResult pairs = pairs_with_a_slow_rank0(bytes_per_s, std::size_t{1} << 20, 2.0, cuts);
   if (world.rank() != 0) return;
   ASSERT_EQ(pairs.intra.size(), 1U);
   const PairMatrix& m = pairs.intra[0];
@@ -164,16 +172,9 @@ TEST(MultinodeMpi, ASlowLinksBandwidthIsMeasuredWithAMessageItsShareHolds) {
 TEST(MultinodeMpi, ALinkTooSlowToMeasureAgainAfterItsProbeKeepsTheProbesFigure) {
   const Comm world = Comm::world();
   if (world.size() < 2) GTEST_SKIP() << "no pairs with one rank";
-  MpiTransport mpi(world);
   constexpr double bytes_per_s = 1 << 20;
-  SlowLinkTransport slow(world.rank() == 0 ? mpi.split(world, 0, world.rank()) : nullptr, bytes_per_s);
-  Transport& transport = world.rank() == 0 ? static_cast<Transport&>(slow) : static_cast<Transport&>(mpi);
-  const Layout layout = discover_layout(world);
-  RunConfig config = small_config();
-  config.pairs.bytes = std::size_t{4} << 20;
   std::vector<Cut> cuts;
-  const double seconds = 0.6 * pair_round_count(world.size());
-  const PairsResult pairs = run_pairs(config, transport, world, layout, PhaseLimit{seconds, &cuts, {}});
+  const PairsResult pairs = pairs_with_a_slow_rank0(bytes_per_s, std::size_t{4} << 20, 0.6, cuts);
   if (world.rank() != 0) return;
   ASSERT_EQ(pairs.intra.size(), 1U);
   const PairMatrix& m = pairs.intra[0];
