@@ -13,6 +13,10 @@ set -euo pipefail
 
 SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 SELF=$SCRIPT_DIR/$(basename "${BASH_SOURCE[0]}")
+# The rails' TCP port blocks (RAIL_PORT_BASE, RAIL_PORT_SPAN, RAIL_MAX,
+# rail_port_min): the same numbers the rank wrapper rail-ports.sh sets.
+# shellcheck source=SCRIPTDIR/rail-ports.sh
+source "$SCRIPT_DIR/rail-ports.sh"
 
 PREFIX=${FB_TESTBED_PREFIX:-fbh}
 HOSTPREFIX=${FB_TESTBED_HOSTPREFIX:-node}
@@ -21,6 +25,12 @@ STATE=${FB_TESTBED_STATE:-/tmp/fabricbench-testbed-$PREFIX}
 # test beds with different prefixes can coexist.  Interface names are limited
 # to 15 characters, hence the short suffixes.
 BRIDGE=${PREFIX}br
+# 'uplink' puts a group of hosts on a second bridge (a leaf switch) joined to
+# the main one by one shaped veth pair: <prefix>u0 on the main bridge,
+# <prefix>u1 on the second.
+BRIDGE2=${PREFIX}b2
+UPLINK_MAIN=${PREFIX}u0
+UPLINK_LEAF=${PREFIX}u1
 # Default shaping parameters for tbf; burst must hold at least rate/HZ bytes
 # and a full 64 KiB GSO segment, latency bounds the queue (too small a queue
 # drops packets and measures TCP loss recovery instead of the rate).
@@ -39,12 +49,19 @@ usage: testbed.sh COMMAND [ARGS]
   selftest [--np N] [ARGS...]         build and run selftest.c (allreduce + ping-pong)
   throttle HOST RATE                  limit HOST's link to RATE (tc rate, e.g. 200mbit), both directions
   throttle-pair HOSTA HOSTB RATE      limit only traffic between HOSTA and HOSTB
+  throttle-rail HOST RAIL RATE        limit HOST's TCP traffic of rail RAIL (local rank) to RATE, both
+                                      directions; the ranks must be started through rail-ports.sh:
+                                      testbed.sh mpirun -np N scripts/testbed/rail-ports.sh PROG ARGS...
   slow-group RATE HOST...             limit traffic between the listed hosts and all others to RATE
                                       (within the group and among the others: unshaped); with a small
                                       FB_TESTBED_BURST, small messages queue: a latency island
+  uplink RATE HOST...                 move the listed hosts onto a second bridge joined to the others
+                                      by ONE link of RATE (both directions): a leaf switch with an
+                                      oversubscribed uplink; all traffic across shares RATE
   loss HOST PERCENT                   drop PERCENT% of HOST's packets at random, both directions
                                       (nftables in the host's namespace: this kernel has no netem)
-  unthrottle [HOST]                   remove shaping and loss from HOST (default: all hosts)
+  unthrottle [HOST]                   remove shaping and loss from HOST (default: all hosts); without
+                                      HOST, or with a host behind the uplink, remove the uplink too
   run K [--subnet A.B.C] [--slots S] -- CMD...
                                       up, run CMD, always down; exit with CMD's status
 
@@ -140,6 +157,10 @@ cmd_down() {
     for veth in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${PREFIX}v[0-9]+$" || true); do
         ip link del "$veth" 2>/dev/null || true
     done
+    # The uplink's veth pair (deleting one end deletes both) and the second
+    # bridge, whether or not 'unthrottle' ran.
+    ip link del "$UPLINK_MAIN" 2>/dev/null || true
+    ip link del "$BRIDGE2" 2>/dev/null || true
     for ns in "${nss[@]}"; do
         ip netns del "$ns" 2>/dev/null || true
         rm -rf "/etc/netns/$ns"
@@ -189,7 +210,7 @@ cmd_up() {
     for o in ${subnet//./ }; do ((o <= 255)) || die "up: bad --subnet $subnet"; done
     command -v ip >/dev/null || die "ip (iproute2) not found: apt-get install -y iproute2"
 
-    if ip link show "$BRIDGE" >/dev/null 2>&1 || [[ -e $STATE ]] ||
+    if ip link show "$BRIDGE" >/dev/null 2>&1 || ip link show "$BRIDGE2" >/dev/null 2>&1 || [[ -e $STATE ]] ||
         ip netns list | awk '{print $1}' | grep -qE "^${PREFIX}[0-9]+$"; then
         die "test bed '$PREFIX' already exists; run 'testbed.sh down' first"
     fi
@@ -257,10 +278,17 @@ cmd_up() {
 cmd_status() {
     load_state
     echo "state: $STATE  bridge: $BRIDGE  subnet: $SUBNET.0/24  slots/host: $SLOTS"
-    local i ns
+    local i ns where
+    if ip link show "$BRIDGE2" >/dev/null 2>&1; then
+        echo "uplink: $BRIDGE <-> $UPLINK_MAIN/$UPLINK_LEAF <-> $BRIDGE2, behind it: $(uplink_members | paste -sd ' ')"
+        tc qdisc show dev "$UPLINK_MAIN" | sed 's/^/    into the group:   /'
+        tc qdisc show dev "$UPLINK_LEAF" | sed 's/^/    out of the group: /'
+    fi
     for ((i = 0; i < K; i++)); do
         ns=$(ns_name "$i")
-        printf '%s %s %s\n' "$(host_name "$i")" "$ns" "$(host_ip "$i")"
+        where=""
+        [[ $(port_master "$(veth_name "$i")") != "$BRIDGE2" ]] || where=" (behind the uplink)"
+        printf '%s %s %s%s\n' "$(host_name "$i")" "$ns" "$(host_ip "$i")" "$where"
         ip netns exec "$ns" tc qdisc show dev eth0 | sed 's/^/    host egress:   /'
         tc qdisc show dev "$(veth_name "$i")" | sed 's/^/    bridge egress: /'
     done
@@ -436,6 +464,70 @@ add_pair_class() {
         u32 match ip dst "$(host_ip "$j")/32" flowid "1:$minor"
 }
 
+# Add (or replace) a shaped class for rail $2's TCP traffic on one side of host
+# $1's link: side "host" is eth0 in the namespace (what the host sends), side
+# "bridge" the root-side veth (what it receives).  As in add_pair_class, the
+# root is an htb without a default class, so other traffic passes unshaped;
+# two u32 filters send TCP segments whose source or destination port lies in
+# the rail's block to a class limited by htb with a tbf leaf.  The rail's
+# ranks listen in that block (rail-ports.sh), so each of their connections
+# has a rail port at one end, whichever side connected.
+add_rail_class() {
+    local i=$1 side=$2 r=$3 rate=$4 dev kind minor prio port mask
+    local -a tcx
+    if [[ $side == host ]]; then
+        tcx=(ip netns exec "$(ns_name "$i")" tc)
+        dev=eth0
+    else
+        tcx=(tc)
+        dev=$(veth_name "$i")
+    fi
+    kind=$("${tcx[@]}" qdisc show dev "$dev" root | awk 'NR==1 {print $2}')
+    [[ $kind == htb ]] || "${tcx[@]}" qdisc replace dev "$dev" root handle 1: htb default 0
+    # Rail classes 1:400.., filters at prio 20..; pair classes use 1:100..,
+    # prio 100..: rail filters come first.
+    minor=$(printf '%x' $((0x400 + r)))
+    prio=$((20 + r))
+    "${tcx[@]}" filter del dev "$dev" parent 1: prio "$prio" 2>/dev/null || true
+    "${tcx[@]}" qdisc del dev "$dev" parent "1:$minor" 2>/dev/null || true
+    "${tcx[@]}" class del dev "$dev" classid "1:$minor" 2>/dev/null || true
+    "${tcx[@]}" class add dev "$dev" parent 1: classid "1:$minor" \
+        htb rate "$rate" ceil "$rate" burst "$TBF_BURST" cburst "$TBF_BURST" quantum 60000
+    "${tcx[@]}" qdisc add dev "$dev" parent "1:$minor" handle "$minor:" \
+        tbf rate "$rate" burst "$TBF_BURST" latency "$TBF_LATENCY"
+    port=$(rail_port_min "$r")
+    mask=$(printf '0x%04x' $((0xffff & ~(RAIL_PORT_SPAN - 1))))
+    # "match ip sport/dport" reads the TCP header right after a 20-byte IP
+    # header (no IP options, as Linux sends TCP).
+    "${tcx[@]}" filter add dev "$dev" parent 1: protocol ip prio "$prio" \
+        u32 match ip protocol 6 0xff match ip sport "$port" "$mask" flowid "1:$minor"
+    "${tcx[@]}" filter add dev "$dev" parent 1: protocol ip prio "$prio" \
+        u32 match ip protocol 6 0xff match ip dport "$port" "$mask" flowid "1:$minor"
+}
+
+# A slow NIC of one rail: tests that must name "node2's rail-1 NIC" rather
+# than node2.  The host has one link; its rails are told apart by TCP port.
+cmd_throttle_rail() {
+    load_state
+    [[ $# -eq 3 ]] || die "usage: testbed.sh throttle-rail HOST RAIL RATE"
+    local i r=$2 rate=$3
+    i=$(host_index "$1")
+    if ! [[ $r =~ ^[0-9]+$ ]] || ((10#$r >= RAIL_MAX)); then
+        die "bad rail '$r' (a local rank, 0 to $((RAIL_MAX - 1)))"
+    fi
+    r=$((10#$r))
+    check_rate "$rate"
+    # Check before changing either side, so a refusal leaves nothing half done.
+    local bridge_kind
+    bridge_kind=$(tc qdisc show dev "$(veth_name "$i")" root | awk 'NR==1 {print $2}')
+    if [[ $(root_qdisc_kind "$i") == tbf || $bridge_kind == tbf ]]; then
+        die "$(host_name "$i") has a whole-link throttle; run 'unthrottle $(host_name "$i")' first"
+    fi
+    add_rail_class "$i" host "$r" "$rate"
+    add_rail_class "$i" bridge "$r" "$rate"
+    echo "throttled $(host_name "$i")'s rail $r (TCP ports $(rail_port_min "$r")-$(($(rail_port_min "$r") + RAIL_PORT_SPAN - 1))) to $rate (both directions)"
+}
+
 cmd_throttle_pair() {
     load_state
     [[ $# -eq 3 ]] || die "usage: testbed.sh throttle-pair HOSTA HOSTB RATE"
@@ -492,6 +584,106 @@ NFT
     echo "$(host_name "$i") drops $pct% of its packets (both directions)"
 }
 
+# The bridge a port is enslaved to (empty if none or no such device).
+port_master() {
+    ip -o link show dev "$1" 2>/dev/null | sed -n 's/.* master \([^ ]*\) .*/\1/p'
+}
+
+# Node names of the hosts whose bridge-side veth is on the second bridge.
+uplink_members() {
+    local i
+    for ((i = 0; i < K; i++)); do
+        [[ $(port_master "$(veth_name "$i")") != "$BRIDGE2" ]] || host_name "$i"
+    done
+}
+
+# Wait (briefly) until every given bridge port forwards.  With STP off a port
+# forwards as soon as it has carrier, but carrier reaches the bridge through
+# the kernel's link watch, a moment after 'ip link set up'.
+wait_forwarding() {
+    local port n
+    for port in "$@"; do
+        for ((n = 0; n < 50; n++)); do
+            # brport/state: 3 = forwarding
+            [[ $(cat "/sys/class/net/$port/brport/state" 2>/dev/null) != 3 ]] || continue 2
+            sleep 0.1
+        done
+        die "uplink: bridge port $port is not forwarding (state $(cat "/sys/class/net/$port/brport/state" 2>/dev/null || echo '?'))"
+    done
+}
+
+# Undo 'uplink': cut the link first (the main bridge forgets the group's
+# addresses learned on it), then put the group's veths back on the main bridge
+# and delete the second bridge.  Works from the interfaces alone, so also on a
+# bed whose state was lost.
+uplink_remove() {
+    local veth
+    ip link show "$BRIDGE2" >/dev/null 2>&1 || ip link show "$UPLINK_MAIN" >/dev/null 2>&1 || return 0
+    ip link del "$UPLINK_MAIN" 2>/dev/null || true
+    for veth in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | sed 's/@.*//' | grep -E "^${PREFIX}v[0-9]+$" || true); do
+        if [[ $(port_master "$veth") == "$BRIDGE2" ]]; then
+            ip link set "$veth" master "$BRIDGE"
+        fi
+    done
+    ip link del "$BRIDGE2" 2>/dev/null || true
+}
+
+# A leaf switch with an oversubscribed uplink: the listed hosts' bridge-side
+# veths move to a second bridge, joined to the main bridge by one veth pair
+# with a tbf on both ends' egress.  Traffic within the group and among the
+# other hosts stays on its own bridge, unshaped; every flow between the two
+# sides crosses the one pair and shares its RATE, per direction.  Per-host
+# or per-pair classes (slow-group, throttle-pair) cannot model that: each
+# shapes its own flows, so two crossing pairs would each get the full rate.
+cmd_uplink() {
+    load_state
+    [[ $# -ge 2 ]] || die "usage: testbed.sh uplink RATE HOST... (at least one host, not all)"
+    local rate=$1 h i
+    shift
+    check_rate "$rate"
+    local -a in_group=() members=()
+    for ((i = 0; i < K; i++)); do in_group[i]=0; done
+    for h in "$@"; do
+        i=$(host_index "$h")
+        in_group[i]=1
+    done
+    for ((i = 0; i < K; i++)); do
+        [[ ${in_group[i]} -eq 0 ]] || members+=("$i")
+    done
+    [[ ${#members[@]} -lt $K ]] || die "uplink: listed all $K hosts; at least one must stay on the main bridge"
+    # Replaces an earlier uplink.
+    uplink_remove
+    # A failure or interrupt half-way must not leave a half-built uplink
+    # behind (as in 'up': the signal traps only exit, the EXIT trap cleans up).
+    trap 'exit 130' INT
+    trap 'exit 143' TERM
+    trap 'rc=$?; if [[ $rc -ne 0 ]]; then echo "testbed.sh: uplink failed or interrupted, removing it" >&2; uplink_remove; fi' EXIT
+    # Two bridges joined by one link form a tree: no loop, so no STP is
+    # needed; with STP off, ports forward as soon as they are up.
+    ip link add "$BRIDGE2" type bridge stp_state 0
+    echo 1 >"/proc/sys/net/ipv6/conf/$BRIDGE2/disable_ipv6" 2>/dev/null || true
+    ip link set "$BRIDGE2" up
+    ip link add "$UPLINK_MAIN" type veth peer name "$UPLINK_LEAF"
+    echo 1 >"/proc/sys/net/ipv6/conf/$UPLINK_MAIN/disable_ipv6" 2>/dev/null || true
+    echo 1 >"/proc/sys/net/ipv6/conf/$UPLINK_LEAF/disable_ipv6" 2>/dev/null || true
+    # Egress of u0 is what enters the group, egress of u1 what leaves it.
+    tc qdisc add dev "$UPLINK_MAIN" root handle 1: tbf rate "$rate" burst "$TBF_BURST" latency "$TBF_LATENCY"
+    tc qdisc add dev "$UPLINK_LEAF" root handle 1: tbf rate "$rate" burst "$TBF_BURST" latency "$TBF_LATENCY"
+    ip link set "$UPLINK_MAIN" master "$BRIDGE"
+    ip link set "$UPLINK_LEAF" master "$BRIDGE2"
+    ip link set "$UPLINK_MAIN" up
+    ip link set "$UPLINK_LEAF" up
+    local -a ports=("$UPLINK_MAIN" "$UPLINK_LEAF")
+    for i in "${members[@]}"; do
+        # Leaving the main bridge flushes the addresses it learned on the port.
+        ip link set "$(veth_name "$i")" master "$BRIDGE2"
+        ports+=("$(veth_name "$i")")
+    done
+    wait_forwarding "${ports[@]}"
+    trap - INT TERM EXIT
+    echo "uplink of $rate (both directions) between {$(uplink_members | paste -sd ' ')} and the other hosts"
+}
+
 cmd_unthrottle() {
     load_state
     local i
@@ -499,8 +691,15 @@ cmd_unthrottle() {
         i=$(host_index "$1")
         clear_qdiscs "$i"
         echo "unthrottled $(host_name "$i")"
+        # The uplink is shared by its whole group: a host behind it takes it
+        # down for all.
+        if [[ $(port_master "$(veth_name "$i")") == "$BRIDGE2" ]]; then
+            uplink_remove
+            echo "removed the uplink ($(host_name "$i") was behind it; all hosts are on $BRIDGE again)"
+        fi
     else
         for ((i = 0; i < K; i++)); do clear_qdiscs "$i"; done
+        uplink_remove
         echo "unthrottled all hosts"
     fi
 }
@@ -575,7 +774,9 @@ main() {
         selftest) cmd_selftest "$@" ;;
         throttle) cmd_throttle "$@" ;;
         throttle-pair) cmd_throttle_pair "$@" ;;
+        throttle-rail) cmd_throttle_rail "$@" ;;
         slow-group) cmd_slow_group "$@" ;;
+        uplink) cmd_uplink "$@" ;;
         loss) cmd_loss "$@" ;;
         unthrottle) cmd_unthrottle "$@" ;;
         run) cmd_run "$@" ;;
