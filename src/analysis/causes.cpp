@@ -709,12 +709,29 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
     c.verdict_kind = VerdictKind::finding;
     c.layers = {FabricLayer::across_nodes};
     c.hosts = f.hosts;
-    c.subject = f.kind == FindingKind::slow_node ? hosts_text(f.hosts) : fmt::format("{}", fmt::join(f.hosts, " <-> "));
+    const std::string rail = f.rail ? fmt::format(" rail {}", *f.rail) : std::string();
+    const std::string on_rail = f.rail ? fmt::format(" on rail {}", *f.rail) : std::string();
+    std::string what;
+    std::string median;
+    switch (f.kind) {
+      case FindingKind::slow_node:
+        c.subject = hosts_text(f.hosts);
+        what = fmt::format("links of {}", hosts_text(f.hosts));
+        median = "median of the nodes";
+        break;
+      case FindingKind::slow_nic:
+        c.subject = fmt::format("{}{}", hosts_text(f.hosts), rail);
+        what = fmt::format("{} links of {}", rail.substr(1), hosts_text(f.hosts));
+        median = fmt::format("median of the nodes'{}", rail);
+        break;
+      case FindingKind::slow_link:
+        c.subject = fmt::format("{}{}", fmt::join(f.hosts, " <-> "), on_rail);
+        what = fmt::format("link {}{}", fmt::join(f.hosts, " <-> "), on_rail);
+        median = f.rail ? fmt::format("median{} link", rail) : std::string("median link");
+        break;
+    }
     c.observed = f.message;
     const double share = f.reference_gbs > 0 ? 100.0 * f.value_gbs / f.reference_gbs : 0;
-    const std::string what = f.kind == FindingKind::slow_node ? fmt::format("links of {}", hosts_text(f.hosts))
-                                                              : fmt::format("link {}", fmt::join(f.hosts, " <-> "));
-    const std::string median = f.kind == FindingKind::slow_node ? "median of the nodes" : "median link";
     if (f.metric == FindingMetric::latency && f.value_us && f.reference_us) {
       c.evidence = {{what, *f.value_us, "us"},
                     {median, *f.reference_us, "us"},
@@ -757,6 +774,16 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
           "fix what the probe shows on {} (see its anomaly), then measure again; until then leave it "
           "out of the job",
           hosts_text(f.hosts));
+    } else if (f.kind == FindingKind::slow_nic) {
+      c.cause = fmt::format(
+          "{}'s exchanges{} are slow with every partner, while its other rails and the other nodes'{} links are "
+          "not: the NIC of that rail (the one local rank {} uses), its cable or its switch port",
+          hosts_text(f.hosts), on_rail, rail, *f.rail);
+      c.fix = fmt::format(
+          "ask the provider to check the{} NIC of {} (its link speed and errors: ibstat or ethtool on the node), its "
+          "cable and switch port, with these figures; until then the job runs at that NIC's speed wherever it "
+          "crosses nodes, so leave {} out (mpirun --host without it)",
+          rail, hosts_text(f.hosts), hosts_text(f.hosts));
     } else if (f.kind == FindingKind::slow_node) {
       c.cause = fmt::format(
           "every link of {} is slow and the other links are not: its NIC, cable, switch port or a shaping rule on "
@@ -768,12 +795,13 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
           hosts_text(f.hosts));
     } else {
       c.cause = fmt::format(
-          "this pair is slow while each end is fast with its other partners: the path between them (a switch "
-          "uplink, a cable, a route)");
+          "this pair is slow{} while each end is fast with its other partners: the path between them (a switch "
+          "uplink, a cable, a route)",
+          on_rail);
       c.fix = fmt::format(
-          "ask the provider to check the path between {} (switch ports and uplinks), with these pair figures; "
+          "ask the provider to check the path between {}{} (switch ports and uplinks), with these pair figures; "
           "place ranks that talk most on other pairs until then",
-          fmt::join(f.hosts, " and "));
+          fmt::join(f.hosts, " and "), on_rail);
     }
     out.push_back(std::move(c));
   }

@@ -360,7 +360,84 @@ std::vector<Finding> find_outliers(const PairMatrix& m, const std::vector<std::s
   return findings;
 }
 
-bool same_finding(const Finding& a, const Finding& b) { return a.kind == b.kind && a.nodes == b.nodes; }
+bool same_finding(const Finding& a, const Finding& b) {
+  return a.kind == b.kind && a.nodes == b.nodes && a.rail == b.rail;
+}
+
+namespace {
+
+// Rail l's figure of node `node` as its rail-level finding says it, for the
+// NIC's message: "0.012 GB/s, 9% of the 0.130 GB/s" or the latency's.
+std::string rail_figure_text(const Finding& f) {
+  if (f.metric == FindingMetric::latency && f.value_us && f.reference_us)
+    return fmt::format("take {:.1f} us for the small message, {:.1f}x the {:.1f} us", *f.value_us,
+                       *f.value_us / *f.reference_us, *f.reference_us);
+  return fmt::format("run at {:.3f} GB/s, {:.0f}% of the {:.3f} GB/s", f.value_gbs,
+                     f.reference_gbs > 0 ? 100.0 * f.value_gbs / f.reference_gbs : 0.0, f.reference_gbs);
+}
+
+}  // namespace
+
+std::vector<Finding> find_suspects(const NodePairs& pairs, const std::vector<std::string>& hosts,
+                                   const OutlierThresholds& thresholds) {
+  std::vector<Finding> found = find_outliers(pairs.nodes, hosts, thresholds);
+  const std::size_t rails = pairs.rails.size();
+  if (rails < 2) return found;
+  // Each rail judged on its own: its links are one NIC of each end.
+  std::vector<std::vector<Finding>> by_rail;
+  by_rail.reserve(rails);
+  for (const PairMatrix& rail : pairs.rails) by_rail.push_back(find_outliers(rail, hosts, thresholds));
+  const auto named_on = [&](const Finding& f, std::size_t l) -> const Finding* {
+    for (const Finding& g : by_rail[l])
+      if (g.kind == f.kind && g.nodes == f.nodes && g.metric != FindingMetric::no_figure) return &g;
+    return nullptr;
+  };
+  std::vector<Finding> nics;
+  std::set<int> nic_nodes;
+  std::set<std::pair<int, int>> rail_links;
+  for (std::size_t l = 0; l < rails; ++l)
+    for (const Finding& f : by_rail[l]) {
+      if (f.metric == FindingMetric::no_figure) continue;
+      std::vector<std::size_t> on;
+      for (std::size_t r = 0; r < rails; ++r)
+        if (named_on(f, r) != nullptr) on.push_back(r);
+      // Slow on every rail: the node or the link, as the nodes' matrix says.
+      if (on.size() == rails) continue;
+      Finding nic = f;
+      nic.rail = static_cast<int>(l);
+      std::vector<std::string> others;
+      for (std::size_t r = 0; r < rails; ++r)
+        if (std::find(on.begin(), on.end(), r) == on.end()) others.push_back(std::to_string(r));
+      if (f.kind == FindingKind::slow_node) {
+        nic.kind = FindingKind::slow_nic;
+        nic_nodes.insert(f.nodes[0]);
+        nic.message = fmt::format(
+            "slow NIC of {} on rail {}: its rail-{} links {} of the healthy nodes' rail-{} links, while its rail{} "
+            "{} {} not slow",
+            f.hosts[0], l, l, rail_figure_text(f), l, others.size() == 1 ? "" : "s", fmt::join(others, ", "),
+            others.size() == 1 ? "is" : "are");
+      } else {
+        rail_links.insert({f.nodes[0], f.nodes[1]});
+        nic.message = fmt::format(
+            "slow link {} <-> {} on rail {}: its rail-{} exchanges {} of the median rail-{} link, while on rail{} {} "
+            "{} not slow",
+            f.hosts[0], f.hosts[1], l, l, rail_figure_text(f), l, others.size() == 1 ? "" : "s",
+            fmt::join(others, ", "), others.size() == 1 ? "it is" : "they are");
+      }
+      nics.push_back(std::move(nic));
+    }
+  // A node whose NIC explains its slowness is not named as a node, nor a
+  // link that a rail alone explains.
+  std::erase_if(found, [&](const Finding& f) {
+    if (f.metric == FindingMetric::no_figure) return false;
+    if (f.kind == FindingKind::slow_node) return nic_nodes.contains(f.nodes[0]);
+    return rail_links.contains({f.nodes[0], f.nodes[1]});
+  });
+  for (Finding& nic : nics)
+    if (std::none_of(found.begin(), found.end(), [&](const Finding& g) { return same_finding(g, nic); }))
+      found.push_back(std::move(nic));
+  return found;
+}
 
 namespace {
 
@@ -503,11 +580,18 @@ std::string rechecks_text(const std::vector<Recheck>& checks, int suspect, bool 
 
 }  // namespace
 
-Confirmation confirm_suspects(std::vector<Finding> suspects, const PairMatrix& second,
+Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& second_pass,
                               const std::vector<std::string>& hosts, const OutlierThresholds& t) {
   Confirmation out;
   const Suspicion suspicion(suspects);
+  const PairMatrix none(second_pass.nodes.size);
   for (Finding& f : suspects) {
+    // A rail's suspect is judged by that rail's exchanges.
+    const PairMatrix& second = !f.rail ? second_pass.nodes
+                               : static_cast<std::size_t>(*f.rail) < second_pass.rails.size()
+                                   ? second_pass.rails[static_cast<std::size_t>(*f.rail)]
+                                   : none;
+    const std::string on_rail = f.rail ? fmt::format(" on rail {}", *f.rail) : std::string();
     f.checks.clear();
     int slow = 0;
     int measured = 0;
@@ -558,10 +642,10 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const PairMatrix& s
       link.value_us = it->latency_us;
       link.confirmed = true;
       link.message = fmt::format(
-          "slow link {} <-> {}: {} was slow with every partner at first, and again with {} "
+          "slow link {} <-> {}{}: {}{} was slow with every partner at first, and again with {} "
           "only; fast again with {}",
-          link.hosts[0], link.hosts[1], host_of(hosts, node), recheck_text(*it, node),
-          rechecks_text(f.checks, node, false));
+          link.hosts[0], link.hosts[1], on_rail, f.kind == FindingKind::slow_nic ? "the NIC of " : "",
+          host_of(hosts, node), recheck_text(*it, node), rechecks_text(f.checks, node, false));
       out.findings.push_back(std::move(link));
     } else {
       f.confirmed = false;

@@ -25,8 +25,10 @@ namespace {
 // A finding as a comparison names it: what and where, without its figures
 // (which differ from run to run).
 std::string finding_text(const Finding& f) {
+  const std::string rail = f.rail ? fmt::format(" rail {}", *f.rail) : std::string();
   if (f.kind == FindingKind::slow_link && f.hosts.size() == 2)
-    return fmt::format("slow link {} -> {}", f.hosts[0], f.hosts[1]);
+    return fmt::format("slow link {} -> {}{}", f.hosts[0], f.hosts[1], rail);
+  if (f.kind == FindingKind::slow_nic && !f.hosts.empty()) return fmt::format("slow NIC {}{}", f.hosts[0], rail);
   if (f.kind == FindingKind::slow_node && !f.hosts.empty()) return fmt::format("slow node {}", f.hosts[0]);
   return f.message;
 }
@@ -214,7 +216,9 @@ MatrixChart matrix_chart(const PairMatrix& m, const std::vector<std::string>& la
   std::set<int> slow_nodes;
   std::set<std::pair<int, int>> slow_links;
   for (const Finding& f : findings) {
-    if (f.kind == FindingKind::slow_node && !f.nodes.empty()) slow_nodes.insert(f.nodes[0]);
+    // A slow NIC slows its node's summed links too.
+    if ((f.kind == FindingKind::slow_node || f.kind == FindingKind::slow_nic) && !f.nodes.empty())
+      slow_nodes.insert(f.nodes[0]);
     if (f.kind == FindingKind::slow_link && f.nodes.size() == 2) {
       slow_links.insert({f.nodes[0], f.nodes[1]});
       slow_links.insert({f.nodes[1], f.nodes[0]});
@@ -350,7 +354,8 @@ RunVerdicts judge_run(const RunResult& result, const ReportConfig& config, const
   if (result.scaling) {
     std::vector<std::string> slow;
     for (const Verdict& v : health)
-      if (v.level >= Level::warn && (v.cause_kind == "slow_node" || v.cause_kind == "slow_link"))
+      if (v.level >= Level::warn &&
+          (v.cause_kind == "slow_node" || v.cause_kind == "slow_link" || v.cause_kind == "slow_nic"))
         for (const std::string& h : v.hosts)
           if (std::find(slow.begin(), slow.end(), h) == slow.end()) slow.push_back(h);
     const std::vector<Verdict> scaling = scaling_verdicts(*result.scaling, config.min_scaling_efficiency, slow);

@@ -436,7 +436,7 @@ class RunPipeline {
     std::vector<std::vector<int>> rounds;
     if (lead_) rounds = pack_rounds(confirmation_pairs(suspects, layout_.nodes), layout_.nodes);
     rounds = broadcast_rounds(world_, rounds, layout_.nodes);
-    PairMatrix second(layout_.nodes);
+    NodePairs second{PairMatrix(layout_.nodes), {}};
     std::uint64_t wrong = 0;
     if (!rounds.empty()) {
       Watchdog::note_phase("confirmation");
@@ -537,7 +537,7 @@ class RunPipeline {
                                    PairPass{false, Phase::health, 1});
     // The suspects, then the second pass that confirms them (every rank).
     std::vector<Finding> suspects;
-    if (lead_) suspects = find_outliers(matrix.nodes, matrix.hosts, thresholds());
+    if (lead_) suspects = find_suspects(NodePairs{matrix.nodes, matrix.rails}, matrix.hosts, thresholds());
     Confirmation confirmed = confirm(suspects, quick, std::isfinite(seconds) ? std::max(pass.left_s(), 0.0) : seconds);
     if (!lead_) return;
     result_.wrong_total += matrix.wrong;
@@ -733,7 +733,9 @@ class RunPipeline {
     // What the matrix suspects that the health pass did not confirm, then
     // the second pass over those.
     std::vector<Finding> suspects;
-    if (lead_) suspects = new_suspects(find_outliers(matrix.nodes, matrix.hosts, thresholds()), result_.findings);
+    if (lead_)
+      suspects = new_suspects(find_suspects(NodePairs{matrix.nodes, matrix.rails}, matrix.hosts, thresholds()),
+                              result_.findings);
     Confirmation confirmed =
         confirm(suspects, config_, std::isfinite(seconds) ? std::max(phase.left_s(), 0.0) : seconds);
     if (!lead_) return;

@@ -257,18 +257,28 @@ RoundCuts exchange_round(const RunConfig& config, Transport& transport, const Co
   return cuts;
 }
 
-// A node pair's bandwidth from every rank's figures: the sum over rails of
-// the bytes one direction moved over the pair's exchange time (0: a rail
-// was not measured).
+// Rail l of the node pair a-b from every rank's figures: the exchange time
+// of local rank l on each, and the bytes one direction moved (0: not
+// measured).
+struct RailFigure {
+  double seconds = 0;
+  std::size_t moved = 0;
+};
+
+RailFigure rail_figure(const Layout& layout, int a, int b, int l, const RoundFigures& figures) {
+  const auto ra = static_cast<std::size_t>(rank_at(layout, a, l));
+  const auto rb = static_cast<std::size_t>(rank_at(layout, b, l));
+  return {exchange_seconds(figures.seconds[ra], figures.seconds[rb]), std::min(figures.bytes[ra], figures.bytes[rb])};
+}
+
+// A node pair's bandwidth: the sum over rails of the bytes one direction
+// moved over the rail's exchange time (0: a rail was not measured).
 double pair_gbs(const Layout& layout, int rpn, int a, int b, const RoundFigures& figures) {
   double gbs = 0;
   for (int l = 0; l < rpn; ++l) {
-    const auto ra = static_cast<std::size_t>(rank_at(layout, a, l));
-    const auto rb = static_cast<std::size_t>(rank_at(layout, b, l));
-    const double t = exchange_seconds(figures.seconds[ra], figures.seconds[rb]);
-    const std::size_t moved = std::min(figures.bytes[ra], figures.bytes[rb]);
-    if (!(t > 0) || moved == 0) return 0;
-    gbs += static_cast<double>(moved) / t / 1e9;
+    const RailFigure rail = rail_figure(layout, a, b, l, figures);
+    if (!(rail.seconds > 0) || rail.moved == 0) return 0;
+    gbs += static_cast<double>(rail.moved) / rail.seconds / 1e9;
   }
   return gbs;
 }
@@ -285,38 +295,51 @@ std::optional<std::size_t> smaller_message(const Layout& layout, int rpn, int a,
 }
 
 // One round of node pairs (`pairing`: each node's partner, -1 idle), every
-// rail at once; the pairs' figures into `matrix` on world rank 0. Returns
-// what the budget cut.
+// rail at once; the pairs' figures into `pairs` on world rank 0: the node
+// pair's bandwidth is the sum over rails of the bytes one direction moved
+// over the rail's exchange time, its latency the rails' mean; each rail's
+// own figures into its matrix where there are several. Returns what the
+// budget cut.
 RoundCuts node_round(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-                     const std::vector<int>& pairing, PairMatrix& matrix, std::uint64_t& wrong, double share_s) {
+                     const std::vector<int>& pairing, NodePairs& pairs, std::uint64_t& wrong, double share_s) {
   const int n = layout.nodes;
   const int rpn = uniform_ranks_per_node(layout);
   const int partner = pairing[static_cast<std::size_t>(layout.node)];
   const int color = partner < 0 ? -1 : layout.local_rank * n + std::min(layout.node, partner);
   const int key = partner < 0 ? 0 : (layout.node < partner ? 0 : 1);
+  // Each rail's matrix where a result may hold them all (up to 724 nodes of
+  // 8 rails): beyond, the nodes' matrix alone.
+  const auto cells = static_cast<std::size_t>(n) * static_cast<std::size_t>(n) * static_cast<std::size_t>(rpn);
+  if (world.rank() == 0 && rpn > 1 && pairs.rails.empty() && cells <= max_matrix_cells)
+    pairs.rails.assign(static_cast<std::size_t>(rpn), PairMatrix(n));
+  const bool by_rail = !pairs.rails.empty();
   return exchange_round(
       config, transport, world, color, key,
       [&](bool bandwidth, std::size_t full, const RoundFigures& figures) {
         for (int a = 0; a < n; ++a) {
           const int b = pairing[static_cast<std::size_t>(a)];
           if (b < 0) continue;
-          if (bandwidth) {
-            // Cut by the budget: not measured, not zero.
-            const double gbs = pair_gbs(layout, rpn, a, b, figures);
-            if (!(gbs > 0)) continue;
-            matrix.bw(a, b) = gbs;
-            matrix.smaller(a, b) = smaller_message(layout, rpn, a, b, figures, full);
-            continue;
-          }
-          double us = 0;
+          // Cut by the budget: not measured, not zero.
+          double sum = 0;
           bool measured = true;
           for (int l = 0; l < rpn; ++l) {
-            const double t = exchange_seconds(figures.seconds[static_cast<std::size_t>(rank_at(layout, a, l))],
-                                              figures.seconds[static_cast<std::size_t>(rank_at(layout, b, l))]);
-            measured = measured && t > 0;
-            us += t * 1e6 / rpn;
+            const RailFigure rail = rail_figure(layout, a, b, l, figures);
+            const bool ran = rail.seconds > 0 && (!bandwidth || rail.moved > 0);
+            measured = measured && ran;
+            if (!ran) continue;
+            const double value = bandwidth ? static_cast<double>(rail.moved) / rail.seconds / 1e9 : rail.seconds * 1e6;
+            sum += bandwidth ? value : value / rpn;
+            if (by_rail)
+              (bandwidth ? pairs.rails[static_cast<std::size_t>(l)].bw(a, b)
+                         : pairs.rails[static_cast<std::size_t>(l)].lat(a, b)) = value;
           }
-          if (measured) matrix.lat(a, b) = us;
+          if (!measured) continue;
+          if (!bandwidth) {
+            pairs.nodes.lat(a, b) = sum;
+            continue;
+          }
+          pairs.nodes.bw(a, b) = sum;
+          pairs.nodes.smaller(a, b) = smaller_message(layout, rpn, a, b, figures, full);
         }
       },
       wrong, share_s, true, SizeKey{partner < 0 ? -1 : std::min(layout.node, partner), n});
@@ -476,7 +499,7 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
   result.small_bytes = config.pairs.small_bytes;
   result.ranks_per_node = rpn;
   result.hosts = layout.hostnames;
-  result.nodes = PairMatrix(n);
+  NodePairs between{PairMatrix(n), {}};
   plan_pairs(config.pairs, n, result);
   const std::vector<int> order = seat_order(n, result.seed);
   const std::vector<int> planned = result.rounds;
@@ -521,11 +544,13 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
       continue;
     }
     const std::vector<int> pairing = partners(n, round, order);
-    const RoundCuts cuts = node_round(config, transport, world, layout, pairing, result.nodes, result.wrong, share);
+    const RoundCuts cuts = node_round(config, transport, world, layout, pairing, between, result.wrong, share);
     result.rounds.push_back(round);
     cut(what, cuts, false);
-    if (cuts.smaller > 0) smaller(what, result.nodes, pairing, layout.hostnames);
+    if (cuts.smaller > 0) smaller(what, between.nodes, pairing, layout.hostnames);
   }
+  result.nodes = std::move(between.nodes);
+  result.rails = std::move(between.rails);
 
   // Within each node: local rank pairs, every node at once.
   for (int round = 0; round < intra_rounds; ++round) {
@@ -574,12 +599,12 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
   return result;
 }
 
-PairMatrix run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong, double seconds) {
+NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                          const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong, double seconds) {
   RunConfig quick = config;
   quick.iterations.warmup = 1;
   quick.iterations.fixed_iters = 3;
-  PairMatrix matrix(layout.nodes);
+  NodePairs matrix{PairMatrix(layout.nodes), {}};
   const Window checks(seconds);
   auto left = static_cast<int>(rounds.size());
   for (const std::vector<int>& pairing : rounds) {

@@ -8,7 +8,17 @@
 
 namespace fabricbench {
 
-std::string_view name(FindingKind kind) { return kind == FindingKind::slow_node ? "slow_node" : "slow_link"; }
+std::string_view name(FindingKind kind) {
+  switch (kind) {
+    case FindingKind::slow_link:
+      return "slow_link";
+    case FindingKind::slow_nic:
+      return "slow_nic";
+    case FindingKind::slow_node:
+      break;
+  }
+  return "slow_node";
+}
 
 std::string_view name(FindingMetric metric) {
   switch (metric) {
@@ -34,6 +44,28 @@ std::vector<IntraNodeLinks> intra_links_of(const PairsResult& p) {
   for (std::size_t n = 0; n < p.intra.size(); ++n)
     nodes.push_back({n, n < p.hosts.size() ? p.hosts[n] : std::string(), links_of(p.intra[n])});
   return nodes;
+}
+
+std::vector<RailLinks> rail_links_of(const PairsResult& p) {
+  std::vector<RailLinks> rails;
+  rails.reserve(p.rails.size());
+  for (std::size_t l = 0; l < p.rails.size(); ++l) rails.push_back({static_cast<int>(l), links_of(p.rails[l])});
+  return rails;
+}
+
+std::vector<PairMatrix> rails_of(const std::vector<RailLinks>& rails, std::size_t nodes, const std::string& path) {
+  check_matrix_sizes(nodes, 0, 0);
+  if (!rails.empty() && nodes * nodes > max_matrix_cells / rails.size())
+    throw UsageError(fmt::format("{}: {} rails of {} nodes are larger than a result may hold ({} cells)", path,
+                                 rails.size(), nodes, max_matrix_cells));
+  std::vector<PairMatrix> out;
+  out.reserve(rails.size());
+  for (std::size_t l = 0; l < rails.size(); ++l) {
+    if (rails[l].rail != static_cast<int>(l))
+      throw UsageError(fmt::format("{}/{}/rail: rail {} where rail {} belongs", path, l, rails[l].rail, l));
+    out.push_back(matrix_of(rails[l].links, static_cast<int>(nodes), fmt::format("{}/{}/links", path, l)));
+  }
+  return out;
 }
 
 bool has_links(const PairMatrix& m) {

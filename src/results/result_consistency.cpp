@@ -90,6 +90,11 @@ void check_consistency(const RunResult& result) {
     if (finding.hosts.size() != finding.nodes.size())
       throw UsageError(
           fmt::format("findings/{}/hosts: {} names for {} nodes", f, finding.hosts.size(), finding.nodes.size()));
+    if (finding.kind == FindingKind::slow_nic && !finding.rail)
+      throw UsageError(fmt::format("findings/{}/rail: missing: a slow_nic names its rail", f));
+    if (finding.rail && result.pairs && *finding.rail >= result.pairs->ranks_per_node)
+      throw UsageError(fmt::format("findings/{}/rail: rail {} of nodes with {} ranks", f, *finding.rail,
+                                   result.pairs->ranks_per_node));
   }
   // Placement and storage: node numbers within the run's nodes (the report
   // indexes host lists with them).

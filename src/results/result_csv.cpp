@@ -166,7 +166,7 @@ CsvTable gpu_ladder_table(const RunResult& r) {
 }
 
 void add_links(TableBuilder& t, const PairsResult& p, const PairMatrix& m, const char* scope, std::optional<int> node,
-               const std::vector<std::string>& names) {
+               std::optional<int> rail, const std::vector<std::string>& names) {
   const auto name_of = [&names](int i) {
     return static_cast<std::size_t>(i) < names.size() ? names[static_cast<std::size_t>(i)] : std::string();
   };
@@ -177,6 +177,7 @@ void add_links(TableBuilder& t, const PairsResult& p, const PairMatrix& m, const
       t.add("scope", std::string(scope));
       t.add("node", node);
       t.add("host", node ? name_of(*node) : std::string());
+      t.add("rail", rail);
       t.add("from", from);
       t.add("to", to);
       t.add("from_host", node ? std::string() : name_of(from));
@@ -192,9 +193,11 @@ void add_links(TableBuilder& t, const PairsResult& p, const PairMatrix& m, const
 CsvTable pairs_table(const RunResult& r) {
   TableBuilder t("pairs", r.run);
   const PairsResult& p = *r.pairs;
-  add_links(t, p, p.nodes, "nodes", std::nullopt, p.hosts);
+  add_links(t, p, p.nodes, "nodes", std::nullopt, std::nullopt, p.hosts);
+  for (std::size_t l = 0; l < p.rails.size(); ++l)
+    add_links(t, p, p.rails[l], "rail", std::nullopt, static_cast<int>(l), p.hosts);
   for (std::size_t n = 0; n < p.intra.size(); ++n)
-    add_links(t, p, p.intra[n], "intra_node", static_cast<int>(n), p.hosts);
+    add_links(t, p, p.intra[n], "intra_node", static_cast<int>(n), std::nullopt, p.hosts);
   return t.take();
 }
 
@@ -206,6 +209,7 @@ CsvTable findings_table(const RunResult& r) {
     t.add("kind", f.kind);
     t.add("nodes", f.nodes);
     t.add("hosts", f.hosts);
+    t.add("rail", f.rail);
     t.add("value_gbs", f.value_gbs);
     t.add("reference_gbs", f.reference_gbs);
     t.add("metric", f.metric);

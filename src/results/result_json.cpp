@@ -29,6 +29,7 @@ const ojson streamed_placeholder = ojson::array({nullptr});
 
 bool streams_links(const PairsResult& p) { return has_links(p.nodes); }
 bool streams_intra(const PairsResult& p) { return !p.intra.empty(); }
+bool streams_rails(const PairsResult& p) { return !p.rails.empty(); }
 bool streams_nodes(const ClusterTopology& t) { return !t.nodes.empty(); }
 
 // The pairs object; streamed, its matrices are placeholders (a copy without
@@ -38,9 +39,11 @@ ojson pairs_to_json(const PairsResult& p, bool streamed) {
   PairsResult frame = p;
   frame.nodes = PairMatrix(p.nodes.size);
   frame.intra.clear();
+  frame.rails.clear();
   ojson j = to_value(frame);
   if (streams_links(p)) j["links"] = streamed_placeholder;
   if (streams_intra(p)) j["intra_node"] = streamed_placeholder;
+  if (streams_rails(p)) j["rails"] = streamed_placeholder;
   return j;
 }
 
@@ -128,6 +131,13 @@ void write_json(const RunResult& result, std::ostream& out) {
   if (result.pairs && streams_intra(*result.pairs))
     streamed.push_back({{"pairs", "intra_node"}, [&result](const auto& put) {
                           for (const IntraNodeLinks& node : intra_links_of(*result.pairs)) put(to_value(node));
+                        }});
+  // One rail's links at a time.
+  if (result.pairs && streams_rails(*result.pairs))
+    streamed.push_back({{"pairs", "rails"}, [&result](const auto& put) {
+                          const std::vector<PairMatrix>& rails = result.pairs->rails;
+                          for (std::size_t l = 0; l < rails.size(); ++l)
+                            put(to_value(RailLinks{static_cast<int>(l), links_of(rails[l])}));
                         }});
   write_json_layout(document(result, true), out, streamed);
 }

@@ -110,7 +110,7 @@ def run(hosts, scale, start, link_bw, slow_link=None, h2d=53.0, rate=400.0, dura
                 bw = link_bw * (link_factor if slow_link == (a, b) else 1.0)
                 links.append({"from": a, "to": b, "bandwidth_gbs": bw, "latency_us": 4.5})
     doc["pairs"] = {"bytes": 64 << 20, "small_bytes": 8, "rounds": [0], "mode": "full", "rounds_planned": 1,
-                    "ranks_per_node": 8, "hosts": hosts, "links": links, "intra_node": [], "wrong": 0}
+                    "ranks_per_node": 8, "hosts": hosts, "links": links, "intra_node": [], "rails": [], "wrong": 0}
     doc["findings"] = []
     if slow_link:
         a, b = slow_link

@@ -240,6 +240,43 @@ class MultiHost(TestBedCase):
         self.assertTrue(link["checks"][0]["slow"])
         self.assertIn("confirmed: slow again when measured apart", link["message"])
 
+    # One NIC of a host slow: node2's rail 1 (its local rank 1's TCP ports,
+    # testbed.sh throttle-rail) at 100 Mbit/s, its rail 0 and every other
+    # host fast. The node's summed links keep half their speed, which the
+    # threshold here (a fifth) does not name; rail 1's own matrix names the
+    # NIC, confirmed on rail 1 with the healthy hosts, and never the node.
+    def test_a_slow_nic_is_named_as_its_rails_not_as_its_node(self):
+        testbed("throttle-rail", "node2", "1", RATE)
+        rail_ports = os.path.join(os.path.dirname(ARGS.testbed), "rail-ports.sh")
+        proc = testbed("mpirun", "-np", "8", "-q", rail_ports, ARGS.binary, "p2p", "--pair-bytes", "1M",
+                       "--bisection-halvings", "0", *FINDINGS, *COMMON, "--json", self.json, check=False)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        validate(self, self.json)
+        with open(self.json, encoding="utf-8") as f:
+            doc = json.load(f)
+        found = [(f["kind"], f["hosts"], f.get("rail")) for f in doc["findings"]]
+        self.assertEqual(found, [("slow_nic", ["node2"], 1)], (doc["findings"], doc.get("unconfirmed")))
+        nic = doc["findings"][0]
+        self.assertTrue(nic["confirmed"])
+        self.assertEqual(sorted(c["hosts"][1] for c in nic["checks"]), ["node0", "node1", "node3"], nic["checks"])
+        self.assertTrue(all(c["slow"] for c in nic["checks"]), nic["checks"])
+        self.assertIn("slow NIC of node2 on rail 1", nic["message"])
+        for f in doc.get("unconfirmed", []):
+            self.assertEqual(f["hosts"], ["node2"], f)
+        # Each rail's links in the file: node2's rail 1 far below its rail 0.
+        rails = doc["pairs"]["rails"]
+        self.assertEqual([r["rail"] for r in rails], [0, 1])
+        per_rail = [{(l["from"], l["to"]): l["bandwidth_gbs"] for l in r["links"]} for r in rails]
+        for links in per_rail:
+            self.assertEqual(len(links), 12)
+        slow = [v for (a, b), v in per_rail[1].items() if 2 in (a, b)]
+        node2_rail0 = [v for (a, b), v in per_rail[0].items() if 2 in (a, b)]
+        self.assertGreater(min(node2_rail0), 5 * max(slow))
+        warns = [v for v in doc["verdicts"] if v.get("cause_kind") == "slow_nic"]
+        self.assertEqual([(v["level"], v["subject"]) for v in warns], [("WARN", "node2 rail 1")], doc["verdicts"])
+        self.assertIn("rail 1 NIC of node2", warns[0]["fix"])
+        self.assertFalse([v for v in doc["verdicts"] if v.get("cause_kind") in ("slow_node", "slow_link")])
+
     # A host losing 5% of its packets: on this test bed's microsecond round
     # trips TCP recovers most losses at once and now and then waits out a
     # retransmission timeout, so the lossy host's links measure anywhere

@@ -1,6 +1,7 @@
 #include "fabricbench/analysis/pairs.hpp"
 #include "fabricbench/engine/pairs.hpp"
 
+#include <algorithm>
 #include <set>
 #include <utility>
 
@@ -347,7 +348,8 @@ TEST(Confirmation, ConfirmsASlowNodeAndClearsANoisyOne) {
   for (const int j : {0, 1}) set_pair(second, 3, j, 0.02);  // node 3 slow again with both
   set_pair(second, 2, 0, 0.9);                              // node 2 healthy again
   set_pair(second, 2, 1, 1.1);
-  const Confirmation c = confirm_suspects({suspect_node(3, 1.0), suspect_node(2, 1.0)}, second, hosts, {});
+  const Confirmation c =
+      confirm_suspects({suspect_node(3, 1.0), suspect_node(2, 1.0)}, NodePairs{second, {}}, hosts, {});
   ASSERT_EQ(c.findings.size(), 1U);
   EXPECT_EQ(c.findings[0].nodes, std::vector<int>{3});
   EXPECT_TRUE(c.findings[0].confirmed.value());
@@ -364,7 +366,7 @@ TEST(Confirmation, SlowWithOnePartnerOfSeveralIsThatLink) {
   set_pair(second, 4, 0, 0.01);
   set_pair(second, 4, 1, 1.0);
   set_pair(second, 4, 2, 0.95);
-  const Confirmation c = confirm_suspects({suspect_node(4, 1.0)}, second, hosts, {});
+  const Confirmation c = confirm_suspects({suspect_node(4, 1.0)}, NodePairs{second, {}}, hosts, {});
   ASSERT_EQ(c.findings.size(), 1U);
   EXPECT_EQ(c.findings[0].kind, FindingKind::slow_link);
   EXPECT_EQ(c.findings[0].nodes, (std::vector<int>{0, 4}));
@@ -378,16 +380,16 @@ TEST(Confirmation, ALinkIsConfirmedWhenSlowAgainAndANodeWithoutPartnersIsNot) {
   set_pair(second, 0, 1, 0.01);
   set_pair(second, 0, 2, 1.0);
   set_pair(second, 1, 3, 1.0);
-  Confirmation c = confirm_suspects({link}, second, hosts, {});
+  Confirmation c = confirm_suspects({link}, NodePairs{second, {}}, hosts, {});
   ASSERT_EQ(c.findings.size(), 1U);
   EXPECT_EQ(c.findings[0].checks.size(), 3U);
   EXPECT_TRUE(c.findings[0].checks[0].slow);
   set_pair(second, 0, 1, 0.9);
-  c = confirm_suspects({link}, second, hosts, {});
+  c = confirm_suspects({link}, NodePairs{second, {}}, hosts, {});
   EXPECT_TRUE(c.findings.empty());
   ASSERT_EQ(c.unconfirmed.size(), 1U);
   // Nothing measured: not confirmed, and the message says why.
-  c = confirm_suspects({suspect_node(1, 1.0)}, PairMatrix(2), hosts, {});
+  c = confirm_suspects({suspect_node(1, 1.0)}, NodePairs{PairMatrix(2), {}}, hosts, {});
   ASSERT_EQ(c.unconfirmed.size(), 1U);
   EXPECT_NE(c.unconfirmed[0].message.find("no healthy node was left"), std::string::npos);
 }
@@ -399,7 +401,7 @@ TEST(Confirmation, ANodeIsNotJudgedAcrossASuspectLink) {
   set_pair(second, 1, 2, 0.01);  // the link slow again
   set_pair(second, 1, 0, 0.9);   // node 1 fast with the others
   set_pair(second, 1, 3, 1.0);
-  const Confirmation c = confirm_suspects({node, link}, second, hosts, {});
+  const Confirmation c = confirm_suspects({node, link}, NodePairs{second, {}}, hosts, {});
   ASSERT_EQ(c.findings.size(), 1U);
   EXPECT_EQ(c.findings[0].kind, FindingKind::slow_link);
   ASSERT_EQ(c.unconfirmed.size(), 1U);
@@ -414,6 +416,132 @@ TEST(Confirmation, AConfirmedFindingIsNotMeasuredAgain) {
   const auto left = new_suspects({a, b}, {a});
   ASSERT_EQ(left.size(), 1U);
   EXPECT_EQ(left[0].nodes, std::vector<int>{2});
+}
+
+// Four nodes of `rails` rails, each rail's links near 1 GB/s; the nodes'
+// matrix their sum.
+NodePairs railed(int rails) {
+  NodePairs p{PairMatrix(4), {}};
+  for (int l = 0; l < rails; ++l) p.rails.push_back(symmetric(4, 1.0));
+  return p;
+}
+
+void sum_rails(NodePairs& p) {
+  for (int a = 0; a < 4; ++a)
+    for (int b = 0; b < 4; ++b) {
+      if (a == b) continue;
+      double sum = 0;
+      for (const PairMatrix& rail : p.rails) sum += rail.bw(a, b).value_or(0.0);
+      p.nodes.bw(a, b) = sum;
+    }
+}
+
+// With 8 rails, one NIC at a tenth costs its node's sum 11%: no threshold
+// on the nodes' matrix sees it; its rail's matrix does, and names that NIC,
+// not the node.
+TEST(RailFindings, OneSlowNicAmongEightRailsIsNamedAsThatRailsNic) {
+  NodePairs p = railed(8);
+  for (const int b : {0, 1, 3}) set_pair(p.rails[5], 2, b, 0.1);
+  sum_rails(p);
+  EXPECT_TRUE(find_outliers(p.nodes, hosts, {}).empty());
+  const std::vector<Finding> f = find_suspects(p, hosts, {});
+  ASSERT_EQ(f.size(), 1U) << f[0].message;
+  EXPECT_EQ(f[0].kind, FindingKind::slow_nic);
+  EXPECT_EQ(f[0].nodes, std::vector<int>{2});
+  EXPECT_EQ(f[0].rail, 5);
+  EXPECT_NE(f[0].message.find("slow NIC of c on rail 5"), std::string::npos) << f[0].message;
+  EXPECT_NE(f[0].message.find("while its rails 0, 1, 2, 3, 4, 6, 7 are not slow"), std::string::npos) << f[0].message;
+}
+
+// Two rails, one NIC at a tenth: the node's sum falls to 55%, short of the
+// drop; the NIC is named, and a node whose every rail is slow stays a node.
+TEST(RailFindings, ANodeSlowOnEveryRailIsTheNodeAndOneRailIsItsNic) {
+  NodePairs p = railed(2);
+  for (const int b : {0, 1, 2}) set_pair(p.rails[1], 3, b, 0.1);
+  for (const int b : {0, 2, 3})
+    for (PairMatrix& rail : p.rails) set_pair(rail, 1, b, 0.05);
+  sum_rails(p);
+  std::vector<Finding> f = find_suspects(p, hosts, {});
+  std::sort(f.begin(), f.end(), [](const Finding& x, const Finding& y) { return x.nodes < y.nodes; });
+  ASSERT_EQ(f.size(), 2U);
+  EXPECT_EQ(f[0].kind, FindingKind::slow_node);
+  EXPECT_EQ(f[0].nodes, std::vector<int>{1});
+  EXPECT_FALSE(f[0].rail);
+  EXPECT_EQ(f[1].kind, FindingKind::slow_nic);
+  EXPECT_EQ(f[1].nodes, std::vector<int>{3});
+  EXPECT_EQ(f[1].rail, 1);
+}
+
+// A node slow on one of its two rails at a fiftieth: its sum is an outlier
+// (46%), and still the NIC, not the node, is named.
+TEST(RailFindings, ANicExplainsItsNodesSlowSum) {
+  NodePairs p = railed(2);
+  for (const int b : {1, 2, 3}) set_pair(p.rails[0], 0, b, 0.02);
+  for (const int b : {1, 2, 3}) set_pair(p.rails[1], 0, b, 0.9);
+  sum_rails(p);
+  ASSERT_EQ(find_outliers(p.nodes, hosts, {}).size(), 1U);
+  const std::vector<Finding> f = find_suspects(p, hosts, {});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].kind, FindingKind::slow_nic);
+  EXPECT_EQ(f[0].nodes, std::vector<int>{0});
+  EXPECT_EQ(f[0].rail, 0);
+  // Slow on both rails: the node.
+  for (const int b : {1, 2, 3}) set_pair(p.rails[1], 0, b, 0.02);
+  sum_rails(p);
+  const std::vector<Finding> node = find_suspects(p, hosts, {});
+  ASSERT_EQ(node.size(), 1U);
+  EXPECT_EQ(node[0].kind, FindingKind::slow_node);
+}
+
+// A link slow on one rail alone is that rail's link.
+TEST(RailFindings, ALinkSlowOnOneRailIsThatRailsLink) {
+  NodePairs p = railed(4);
+  set_pair(p.rails[2], 0, 3, 0.05);
+  sum_rails(p);
+  const std::vector<Finding> f = find_suspects(p, hosts, {});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].kind, FindingKind::slow_link);
+  EXPECT_EQ(f[0].nodes, (std::vector<int>{0, 3}));
+  EXPECT_EQ(f[0].rail, 2);
+  EXPECT_NE(f[0].message.find("slow link a <-> d on rail 2"), std::string::npos) << f[0].message;
+}
+
+// A NIC suspect is judged by its rail's second pass: slow again there with
+// two partners, it is confirmed, though the node's summed links are fine;
+// fast there, it is not confirmed, though another rail is slow.
+TEST(RailFindings, ANicIsConfirmedByItsRailsSecondPass) {
+  NodePairs p = railed(2);
+  for (const int b : {0, 1, 3}) set_pair(p.rails[1], 2, b, 0.1);
+  sum_rails(p);
+  const std::vector<Finding> suspects = find_suspects(p, hosts, {});
+  ASSERT_EQ(suspects.size(), 1U);
+  const auto pairs = confirmation_pairs(suspects, 4);
+  EXPECT_EQ(pairs, (std::vector<std::pair<int, int>>{{0, 2}, {1, 2}, {2, 3}}));
+  NodePairs second = railed(2);
+  for (PairMatrix& rail : second.rails) rail = PairMatrix(4);
+  for (const auto& [a, b] : pairs) {
+    set_pair(second.rails[0], a, b, 1.0);
+    set_pair(second.rails[1], a, b, 0.1);
+  }
+  sum_rails(second);
+  Confirmation c = confirm_suspects(suspects, second, hosts, {});
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].kind, FindingKind::slow_nic);
+  EXPECT_EQ(c.findings[0].rail, 1);
+  EXPECT_EQ(c.findings[0].checks.size(), 3U);
+  for (const auto& [a, b] : pairs) {
+    set_pair(second.rails[0], a, b, 0.1);
+    set_pair(second.rails[1], a, b, 1.0);
+  }
+  c = confirm_suspects(suspects, second, hosts, {});
+  EXPECT_TRUE(c.findings.empty());
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
+  EXPECT_EQ(c.unconfirmed[0].message.rfind("not confirmed: slow NIC of c on rail 1", 0), 0U)
+      << c.unconfirmed[0].message;
+  // A rail the second pass did not keep: not confirmed, never on the node's figures.
+  c = confirm_suspects(suspects, NodePairs{second.nodes, {}}, hosts, {});
+  EXPECT_TRUE(c.findings.empty());
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
 }
 
 }  // namespace

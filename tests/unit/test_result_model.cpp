@@ -139,6 +139,10 @@ RunResult fully_populated() {
   p.intra = {PairMatrix(2), PairMatrix(2)};
   p.intra[0].bw(1, 0) = 100;
   p.intra[0].smaller(1, 0) = 1 << 20;
+  p.rails = {PairMatrix(2), PairMatrix(2)};
+  p.rails[1].bw(0, 1) = 5;
+  p.rails[1].smaller(0, 1) = 1 << 20;
+  p.rails[1].lat(1, 0) = 7;
   r.pairs = p;
   P2PSweepResult sweep;
   sweep.ranks = {0, 1};
@@ -157,8 +161,9 @@ RunResult fully_populated() {
                         400.0,
                         100.0,
                         true,
-                        {{{0, 1}, {"a", "b"}, 9.0, 410.0, true}}});
-  r.unconfirmed.push_back({FindingKind::slow_node,
+                        {{{0, 1}, {"a", "b"}, 9.0, 410.0, true}},
+                        1});
+  r.unconfirmed.push_back({FindingKind::slow_nic,
                            {1},
                            {"b"},
                            0,
@@ -168,7 +173,8 @@ RunResult fully_populated() {
                            90.0,
                            100.0,
                            false,
-                           {{{1, 0}, {"b", "a"}, 10.0, 95.0, false}}});
+                           {{{1, 0}, {"b", "a"}, 10.0, 95.0, false}},
+                           0});
   r.health = HealthResult{1 << 20, 8, 1.5, r.findings, r.unconfirmed};
   {
     PaceRound round{40, 8 << 20, 0.3, {RankPace{0, 0, 0, 1000, 4, 6, 80}, RankPace{1, 1, 0, 5200, 36, 38, 4100}}};

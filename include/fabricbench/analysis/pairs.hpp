@@ -56,6 +56,16 @@ RobustCenter robust_center(const std::vector<double>& values);
 std::vector<Finding> find_outliers(const PairMatrix& matrix, const std::vector<std::string>& hosts,
                                    const OutlierThresholds& thresholds);
 
+// The first pass's suspects from the nodes' matrix (find_outliers) and,
+// with several ranks a node, from each rail's: a node named on some of its
+// rails and not on every one is those rails' NICs (slow_nic, the node
+// itself then not named), a link slow on some rails only is that rail's
+// link; slow on every rail, it is the node or link the nodes' matrix names.
+// With 8 rails one NIC at a tenth costs its node's sum 11%, which no
+// threshold sees; its rail's matrix shows it at a tenth.
+std::vector<Finding> find_suspects(const NodePairs& pairs, const std::vector<std::string>& hosts,
+                                   const OutlierThresholds& thresholds);
+
 // What two nodes' matrix cannot tell, said wherever its findings would be.
 inline constexpr std::string_view two_nodes_text =
     "not judged: 2 nodes have one link, which tells neither a slow node from a slow link nor slow from normal; a "
@@ -77,12 +87,12 @@ struct Confirmation {
   std::vector<Finding> unconfirmed;  // measured healthy again, or with no healthy partner to measure with
 };
 
-// Judges each suspect by the second pass's matrix against the first pass's
-// healthy reference: a node slow again with most of its partners (two at
+// Judges each suspect by the second pass's matrix (a rail's suspect by that
+// rail's) against the first pass's healthy reference: a node slow again with most of its partners (two at
 // least, or its only one) is confirmed; slow with one of several, that link
 // is; slow with none, it is not confirmed. A suspect link is confirmed when
 // it is slow again. The messages say with whom and at what figures.
-Confirmation confirm_suspects(std::vector<Finding> suspects, const PairMatrix& second,
+Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& second_pass,
                               const std::vector<std::string>& hosts, const OutlierThresholds& thresholds);
 
 // The same finding, of the same kind, on the same nodes.

@@ -95,11 +95,11 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
 // idle; the same on every rank) measured at the matrix's sizes with the
 // health pass's short fixed counts, within `seconds` (read on world rank 0:
 // each round an even part of what is left, a slow link's bandwidth with a
-// smaller message where the full one would not fit it). The matrix of what
-// they measured is complete on world rank 0.
-PairMatrix run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong,
-                           double seconds = unlimited_seconds);
+// smaller message where the full one would not fit it). The matrices of
+// what they measured (the nodes', each rail's) are complete on world rank 0.
+NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
+                          const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong,
+                          double seconds = unlimited_seconds);
 
 // World rank 0's rounds on every rank.
 std::vector<std::vector<int>> broadcast_rounds(const Comm& world, const std::vector<std::vector<int>>& rounds,

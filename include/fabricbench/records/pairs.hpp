@@ -53,6 +53,14 @@ struct PairMatrix {
   }
 };
 
+// What a pass over node pairs measures: the node <-> node matrix (summed
+// over rails) and, with several ranks a node, each rail's own (local rank
+// l of every node).
+struct NodePairs {
+  PairMatrix nodes;
+  std::vector<PairMatrix> rails;
+};
+
 struct PairsResult {
   std::size_t bytes = 0;        // large message: bandwidth
   std::size_t small_bytes = 0;  // small message: latency
@@ -62,7 +70,11 @@ struct PairsResult {
   std::vector<int> rounds;      // the rounds that ran
   int ranks_per_node = 0;
   std::vector<std::string> hosts;
-  PairMatrix nodes;               // node <-> node (symmetric), summed over rails
+  PairMatrix nodes;  // node <-> node (symmetric), summed over rails
+  // Per rail (local rank l of every node), node <-> node, each rail's own
+  // exchanges of the same rounds: a slow NIC is one node's one rail. Empty
+  // with one rank a node (the rail is the node).
+  std::vector<PairMatrix> rails;
   std::vector<PairMatrix> intra;  // per node: local rank <-> local rank
   std::uint64_t wrong = 0;        // wrong elements over all rounds
 };
@@ -76,6 +88,12 @@ struct PairLink {
   std::optional<double> bandwidth_gbs;
   std::optional<double> latency_us;
   std::optional<std::size_t> bytes;  // the bandwidth's message, where the budget made it smaller
+};
+
+// One rail's links between nodes, as `pairs.rails` lists them.
+struct RailLinks {
+  int rail = 0;
+  std::vector<PairLink> links;
 };
 
 // One node's links within it, as `pairs.intra_node` lists them.
@@ -98,6 +116,11 @@ void for_each_link(const PairMatrix& m, Put&& put) {
 }
 std::vector<PairLink> links_of(const PairMatrix& m);
 std::vector<IntraNodeLinks> intra_links_of(const PairsResult& p);
+std::vector<RailLinks> rail_links_of(const PairsResult& p);
+// The rails' matrices of `nodes` nodes the lists fill, each in its place: a
+// rail listed out of order, or a link beyond the nodes, is a UsageError
+// naming `path`.
+std::vector<PairMatrix> rails_of(const std::vector<RailLinks>& rails, std::size_t nodes, const std::string& path);
 bool has_links(const PairMatrix& m);
 
 // The matrix of `size` members the links fill; a link naming a member
@@ -114,7 +137,9 @@ inline constexpr std::size_t max_matrix_cells = std::size_t{1} << 22;
 // than ..." before the matrices are allocated.
 void check_matrix_sizes(std::size_t nodes, std::size_t intra_nodes, int ranks_per_node);
 
-enum class FindingKind { slow_node, slow_link };
+// A slow NIC is one node's rail: slow with every partner on that rail, while
+// the node's other rails are not.
+enum class FindingKind { slow_node, slow_link, slow_nic };
 
 // What named a suspect: its bandwidth, its latency (the small message's
 // fastest exchange), or no figure at all (its exchanges were cut): a node
@@ -145,6 +170,7 @@ struct Finding {
   // before there was one), and what it measured.
   std::optional<bool> confirmed;
   std::vector<Recheck> checks;
+  std::optional<int> rail;  // a slow NIC's rail, or the rail of a link slow on it alone
 };
 
 std::string_view name(FindingKind kind);
@@ -153,7 +179,7 @@ std::string_view name(FindingMetric metric);
 // ---- field lists (core/field_list.hpp) ------------------------------------
 
 inline std::optional<FindingKind> from_name(std::string_view text, fields::tag<FindingKind>) {
-  for (const FindingKind k : {FindingKind::slow_node, FindingKind::slow_link})
+  for (const FindingKind k : {FindingKind::slow_node, FindingKind::slow_link, FindingKind::slow_nic})
     if (text == name(k)) return k;
   return std::nullopt;
 }
@@ -182,6 +208,13 @@ void fields_of(Self& l, Field&& field) {
   field("bandwidth_gbs", l.bandwidth_gbs);
   field("latency_us", l.latency_us);
   field("bytes", fields::omitted(l.bytes));
+}
+
+template <class Self, class Field>
+requires std::same_as<std::remove_const_t<Self>, RailLinks>
+void fields_of(Self& r, Field&& field) {
+  field("rail", r.rail);
+  field("links", r.links);
 }
 
 template <class Self, class Field>
@@ -224,6 +257,12 @@ void fields_of(Self& p, Field&& field) {
               for (std::size_t n = 0; n < nodes.size(); ++n)
                 out.push_back(matrix_of(nodes[n].links, p.ranks_per_node, path + "/" + std::to_string(n) + "/links"));
             }));
+  // Empty with one rank a node; absent in files from before rails were kept.
+  field("rails", fields::converted(
+                     p.rails, [&p](const std::vector<PairMatrix>&) { return std::optional(rail_links_of(p)); },
+                     [&p](const std::optional<std::vector<RailLinks>>& rails, auto& out, const std::string& path) {
+                       out = rails ? rails_of(*rails, p.hosts.size(), path) : std::vector<PairMatrix>();
+                     }));
   field("wrong", p.wrong);
 }
 
@@ -236,6 +275,7 @@ void fields_of(Self& f, Field&& field) {
   field("value_gbs", f.value_gbs);
   field("reference_gbs", f.reference_gbs);
   field("message", f.message);
+  field("rail", fields::omitted(f.rail));
   // Absent in files from before latency and missing figures named suspects.
   field("metric", fields::converted(
                       f.metric, [](FindingMetric m) { return std::optional<FindingMetric>(m); },
