@@ -724,6 +724,11 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
         what = fmt::format("{} links of {}", rail.substr(1), hosts_text(f.hosts));
         median = fmt::format("median of the nodes'{}", rail);
         break;
+      case FindingKind::slow_uplink:
+        c.subject = fmt::format("uplink of {}", hosts_text(f.hosts));
+        what = fmt::format("node pairs across the uplink of {}", hosts_text(f.hosts));
+        median = "node pairs within each group";
+        break;
       case FindingKind::slow_link:
         c.subject = fmt::format("{}{}", fmt::join(f.hosts, " <-> "), on_rail);
         what = fmt::format("link {}{}", fmt::join(f.hosts, " <-> "), on_rail);
@@ -774,6 +779,15 @@ std::vector<Cause> finding_causes(const std::vector<Finding>& findings, const Ru
           "fix what the probe shows on {} (see its anomaly), then measure again; until then leave it "
           "out of the job",
           hosts_text(f.hosts));
+    } else if (f.kind == FindingKind::slow_uplink) {
+      c.cause = fmt::format(
+          "every node is fast with its own group and slow with the other: the path between the groups, a switch "
+          "uplink (or a route) that {} share, is slower than the nodes' own links",
+          hosts_text(f.hosts));
+      c.fix = fmt::format(
+          "ask the provider for the uplink between the switches of these groups (its speed, errors and "
+          "oversubscription), with these figures; until then place the ranks that talk most within one group, "
+          "or take nodes from one group only");
     } else if (f.kind == FindingKind::slow_nic) {
       c.cause = fmt::format(
           "{}'s exchanges{} are slow with every partner, while its other rails and the other nodes'{} links are "

@@ -91,11 +91,13 @@ std::string bad_nodes_text(const ReportRun& run) {
   std::vector<std::string> named;
   for (const Verdict& v : run.verdicts)
     if (v.kind == VerdictKind::finding && v.level >= Level::warn &&
-        (v.cause_kind == "slow_node" || v.cause_kind == "slow_link" || v.cause_kind == "slow_nic"))
+        (v.cause_kind == "slow_node" || v.cause_kind == "slow_link" || v.cause_kind == "slow_nic" ||
+         v.cause_kind == "slow_uplink"))
       named.push_back(fmt::format("{} ({})", v.subject,
-                                  v.cause_kind == "slow_node"  ? "slow node"
-                                  : v.cause_kind == "slow_nic" ? "slow NIC"
-                                                               : "slow link"));
+                                  v.cause_kind == "slow_node"     ? "slow node"
+                                  : v.cause_kind == "slow_nic"    ? "slow NIC"
+                                  : v.cause_kind == "slow_uplink" ? "slow uplink"
+                                                                  : "slow link"));
   if (!named.empty()) return fmt::format("{}", fmt::join(named, ", "));
   const RunResult& r = run.result;
   if (r.run.nodes < 2) return "one node: no node pair to compare";

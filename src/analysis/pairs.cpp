@@ -128,6 +128,39 @@ Split split_at(const std::vector<Link>& links, std::size_t cut, int n, const std
 // links.
 constexpr std::size_t cuts_tried = 8;
 
+struct SplitSearch {
+  std::optional<Split> best;  // the largest step whose split stands
+  Split first;                // the largest step's split
+  double top_step = 0;        // the largest step, as a ratio
+};
+
+// Candidate cuts over `links` sorted by distance (latency, or time a byte):
+// the largest steps between neighbours, largest first. The largest alone is
+// not enough: one busy pair inside an island (a preempted rank, a noisy
+// neighbour) can make the largest step fall inside the island, leaving a
+// node alone; the island's real edge is then the next step. A split stands
+// when every island holds two nodes or more and the median across islands
+// is at least `min_ratio` times the median within.
+SplitSearch search_split(const std::vector<Link>& links, int n, const std::vector<std::string>& hosts,
+                         double min_ratio) {
+  SplitSearch out;
+  std::vector<std::size_t> cuts(links.size() - 1);
+  std::iota(cuts.begin(), cuts.end(), std::size_t{0});
+  const auto step_at = [&](std::size_t i) { return links[i + 1].us / links[i].us; };
+  const std::size_t tried = std::min(cuts.size(), cuts_tried);
+  std::partial_sort(
+      cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(tried), cuts.end(),
+      [&](std::size_t x, std::size_t y) { return step_at(x) > step_at(y) || (step_at(x) == step_at(y) && x < y); });
+  out.top_step = step_at(cuts.front());
+  if (out.top_step < min_ratio) return out;
+  for (std::size_t k = 0; k < tried && step_at(cuts[k]) > 1 && !out.best; ++k) {
+    Split s = split_at(links, cuts[k], n, hosts);
+    if (k == 0) out.first = s;
+    if (s.flaw.empty() && s.ratio >= min_ratio) out.best = std::move(s);
+  }
+  return out;
+}
+
 }  // namespace
 
 RobustCenter robust_center(const std::vector<double>& values) {
@@ -378,15 +411,94 @@ std::string rail_figure_text(const Finding& f) {
 
 }  // namespace
 
+std::optional<Finding> find_slow_uplink(const PairMatrix& m, const std::vector<std::string>& hosts,
+                                        const OutlierThresholds& thresholds) {
+  const int n = m.size;
+  if (n < 4 || !(thresholds.drop > 0 && thresholds.drop < 1)) return std::nullopt;
+  // A pair's distance: the time a byte takes (bandwidth's inverse).
+  std::vector<Link> links;
+  for (int a = 0; a < n; ++a)
+    for (int b = a + 1; b < n; ++b)
+      if (const std::optional<double> bw = bandwidth_of(m, a, b); bw && *bw > 0) links.push_back({a, b, 1.0 / *bw});
+  if (links.size() < 3) return std::nullopt;
+  std::sort(links.begin(), links.end(), [](const Link& x, const Link& y) { return x.us < y.us; });
+  const SplitSearch search = search_split(links, n, hosts, 1.0 / (1.0 - thresholds.drop));
+  if (!search.best) return std::nullopt;
+  const Split& split = *search.best;
+  // The side of the lowest node is "near"; the rest are behind the uplink.
+  Finding f;
+  f.kind = FindingKind::slow_uplink;
+  f.metric = FindingMetric::bandwidth;
+  std::vector<std::string> near;
+  std::vector<std::string> far;
+  for (int node = 0; node < n; ++node) {
+    const bool behind = split.root[static_cast<std::size_t>(node)] != split.root[0];
+    (behind ? far : near).push_back(host_of(hosts, node));
+    if (behind) f.nodes.push_back(node);
+  }
+  f.hosts = far;
+  f.value_gbs = 1.0 / split.cross_us;
+  f.reference_gbs = 1.0 / split.in_us;
+  std::size_t across = 0;
+  for (const Link& l : links)
+    across += split.root[static_cast<std::size_t>(l.a)] != split.root[static_cast<std::size_t>(l.b)] ? 1 : 0;
+  f.message = fmt::format(
+      "slow uplink between {{{}}} and {{{}}}: the {} node pairs across run at {:.3f} GB/s (median), {:.0f}% of the "
+      "{:.3f} GB/s of the pairs within each group, while every node is fast with its own group",
+      host_list(near), host_list(far), across, f.value_gbs, 100.0 * f.value_gbs / f.reference_gbs, f.reference_gbs);
+  return f;
+}
+
+namespace {
+
+// Drops from `found` what a slow `uplink` explains in the matrix `m`: a link
+// across it, a node fast with its own group (a rail's noise among the slow
+// links across named one of them slow on the test bed).
+void drop_explained(std::vector<Finding>& found, const PairMatrix& m, const Finding& uplink,
+                    const OutlierThresholds& thresholds) {
+  const std::set<int> far(uplink.nodes.begin(), uplink.nodes.end());
+  const auto across = [&far](int a, int b) { return far.contains(a) != far.contains(b); };
+  // The pairs within the groups, in the matrix the findings came from (a
+  // rail's figures are a rail's).
+  std::vector<double> within;
+  for (int a = 0; a < m.size; ++a)
+    for (int b = a + 1; b < m.size; ++b)
+      if (!across(a, b))
+        if (const std::optional<double> bw = bandwidth_of(m, a, b)) within.push_back(*bw);
+  if (within.empty()) return;
+  const double healthy = (1.0 - thresholds.drop) * median(within);
+  std::erase_if(found, [&](const Finding& f) {
+    if (f.metric == FindingMetric::no_figure || f.kind == FindingKind::slow_uplink) return false;
+    if (f.kind == FindingKind::slow_link) return across(f.nodes[0], f.nodes[1]);
+    std::vector<double> own;
+    for (int p = 0; p < m.size; ++p)
+      if (p != f.nodes[0] && !across(f.nodes[0], p))
+        if (const std::optional<double> bw = bandwidth_of(m, f.nodes[0], p)) own.push_back(*bw);
+    return !own.empty() && median(own) >= healthy;
+  });
+}
+
+}  // namespace
+
 std::vector<Finding> find_suspects(const NodePairs& pairs, const std::vector<std::string>& hosts,
                                    const OutlierThresholds& thresholds) {
   std::vector<Finding> found = find_outliers(pairs.nodes, hosts, thresholds);
+  // Groups fast within and slow across: the path between them, not the
+  // nodes or links it slows.
+  const std::optional<Finding> uplink = find_slow_uplink(pairs.nodes, hosts, thresholds);
+  if (uplink) {
+    drop_explained(found, pairs.nodes, *uplink, thresholds);
+    found.push_back(*uplink);
+  }
   const std::size_t rails = pairs.rails.size();
   if (rails < 2) return found;
   // Each rail judged on its own: its links are one NIC of each end.
   std::vector<std::vector<Finding>> by_rail;
   by_rail.reserve(rails);
-  for (const PairMatrix& rail : pairs.rails) by_rail.push_back(find_outliers(rail, hosts, thresholds));
+  for (const PairMatrix& rail : pairs.rails) {
+    by_rail.push_back(find_outliers(rail, hosts, thresholds));
+    if (uplink) drop_explained(by_rail.back(), rail, *uplink, thresholds);
+  }
   const auto named_on = [&](const Finding& f, std::size_t l) -> const Finding* {
     for (const Finding& g : by_rail[l])
       if (g.kind == f.kind && g.nodes == f.nodes && g.metric != FindingMetric::no_figure) return &g;
@@ -451,10 +563,14 @@ struct Suspicion {
   std::set<int> nodes;
   std::set<std::pair<int, int>> links;
   std::set<int> ends;
+  // Behind a suspect uplink: the others measure with their own side only.
+  std::optional<std::set<int>> far;
 
   explicit Suspicion(const std::vector<Finding>& suspects) {
     for (const Finding& f : suspects) {
-      if (f.kind == FindingKind::slow_link) {
+      if (f.kind == FindingKind::slow_uplink) {
+        far.emplace(f.nodes.begin(), f.nodes.end());
+      } else if (f.kind == FindingKind::slow_link) {
         links.insert({std::min(f.nodes[0], f.nodes[1]), std::max(f.nodes[0], f.nodes[1])});
         ends.insert(f.nodes.begin(), f.nodes.end());
       } else {
@@ -464,7 +580,13 @@ struct Suspicion {
   }
 
   [[nodiscard]] bool may_pair(int a, int p) const {
-    return p != a && !nodes.contains(p) && !links.contains({std::min(a, p), std::max(a, p)});
+    return p != a && !nodes.contains(p) && !links.contains({std::min(a, p), std::max(a, p)}) &&
+           (!far || far->contains(a) == far->contains(p));
+  }
+
+  // Pairs across a suspect uplink, neither end a suspect node.
+  [[nodiscard]] bool across(int a, int p) const {
+    return far && far->contains(a) != far->contains(p) && !nodes.contains(a) && !nodes.contains(p);
   }
 };
 
@@ -491,6 +613,19 @@ std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& 
     return out;
   };
   for (const Finding& f : suspects) {
+    if (f.kind == FindingKind::slow_uplink) {
+      // Up to `partners` pairs across, each node in one at most.
+      std::set<int> used;
+      int added = 0;
+      for (int a = 0; a < nodes && added < partners; ++a)
+        for (int b = a + 1; b < nodes && added < partners && !used.contains(a); ++b)
+          if (!used.contains(b) && suspicion.across(a, b)) {
+            add(a, b);
+            used.insert({a, b});
+            ++added;
+          }
+      continue;
+    }
     if (f.kind == FindingKind::slow_link) {
       add(f.nodes[0], f.nodes[1]);
       for (const int end : {f.nodes[0], f.nodes[1]}) {
@@ -595,6 +730,32 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& se
     f.checks.clear();
     int slow = 0;
     int measured = 0;
+    if (f.kind == FindingKind::slow_uplink) {
+      std::vector<std::string> again;
+      for (int a = 0; a < second.size; ++a)
+        for (int b = a + 1; b < second.size; ++b) {
+          if (!suspicion.across(a, b)) continue;
+          const std::optional<bool> s = slow_again(f, second, a, b, t);
+          if (!s) continue;
+          ++measured;
+          slow += *s ? 1 : 0;
+          f.checks.push_back(recheck_of(second, hosts, a, b, *s));
+          again.push_back(fmt::format("{} <-> {} ({})", f.checks.back().hosts[0], f.checks.back().hosts[1],
+                                      figures_text(f.checks.back())));
+        }
+      f.confirmed = measured > 0 && slow * 2 > measured && (slow >= 2 || measured == 1);
+      if (*f.confirmed) {
+        f.message +=
+            fmt::format("; confirmed: slow again across, apart from the first pass's load: {}", fmt::join(again, ", "));
+        out.findings.push_back(std::move(f));
+      } else {
+        f.message = "not confirmed: " + f.message +
+                    (measured == 0 ? std::string("; no pair across could be measured again")
+                                   : fmt::format("; measured again across at {}", fmt::join(again, ", ")));
+        out.unconfirmed.push_back(std::move(f));
+      }
+      continue;
+    }
     if (f.kind == FindingKind::slow_link) {
       const int a = f.nodes[0];
       const int b = f.nodes[1];
@@ -676,40 +837,19 @@ IslandsResult find_latency_islands(const PairMatrix& matrix, const std::vector<s
   if (n < 3 || links.size() < 2) return one_island(n, hosts, min_ratio, "too few nodes or measured pairs to split");
   std::sort(links.begin(), links.end(), [](const Link& x, const Link& y) { return x.us < y.us; });
 
-  // Candidate cuts: the largest steps between neighbouring pair latencies,
-  // largest first. The largest alone is not enough: one busy pair inside an
-  // island (a preempted rank, a noisy neighbour) can make the largest step
-  // fall inside the island, leaving a node alone; the island's real edge is
-  // then the next step.
-  std::vector<std::size_t> cuts(links.size() - 1);
-  std::iota(cuts.begin(), cuts.end(), std::size_t{0});
-  const auto step_at = [&](std::size_t i) { return links[i + 1].us / links[i].us; };
-  const std::size_t tried = std::min(cuts.size(), cuts_tried);
-  std::partial_sort(
-      cuts.begin(), cuts.begin() + static_cast<std::ptrdiff_t>(tried), cuts.end(),
-      [&](std::size_t x, std::size_t y) { return step_at(x) > step_at(y) || (step_at(x) == step_at(y) && x < y); });
-  if (step_at(cuts.front()) < min_ratio)
+  const SplitSearch search = search_split(links, n, hosts, min_ratio);
+  if (search.top_step < min_ratio)
     return one_island(n, hosts, min_ratio,
                       fmt::format("the fabric is flat (the largest step between pair latencies is {:.2f}x, below "
                                   "--island-ratio {:g})",
-                                  step_at(cuts.front()), min_ratio));
-
-  // The largest step whose split stands: every island two nodes or more,
-  // and the median across islands at least min_ratio times the median
-  // within. Where none does, the largest step says why.
-  std::optional<Split> best;
-  Split first;
-  for (std::size_t k = 0; k < tried && step_at(cuts[k]) > 1 && !best; ++k) {
-    Split s = split_at(links, cuts[k], n, hosts);
-    if (k == 0) first = s;
-    if (s.flaw.empty() && s.ratio >= min_ratio) best = std::move(s);
-  }
+                                  search.top_step, min_ratio));
+  const std::optional<Split>& best = search.best;
   if (!best) {
-    if (!first.flaw.empty()) return one_island(n, hosts, min_ratio, first.flaw);
+    if (!search.first.flaw.empty()) return one_island(n, hosts, min_ratio, search.first.flaw);
     return one_island(n, hosts, min_ratio,
                       fmt::format("the fabric is flat (across a candidate split the latency is only {:.2f}x that "
                                   "within, below --island-ratio {:g})",
-                                  first.ratio, min_ratio));
+                                  search.first.ratio, min_ratio));
   }
 
   // Islands in order of their lowest node; nodes ascending within each.

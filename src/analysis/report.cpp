@@ -29,6 +29,7 @@ std::string finding_text(const Finding& f) {
   if (f.kind == FindingKind::slow_link && f.hosts.size() == 2)
     return fmt::format("slow link {} -> {}{}", f.hosts[0], f.hosts[1], rail);
   if (f.kind == FindingKind::slow_nic && !f.hosts.empty()) return fmt::format("slow NIC {}{}", f.hosts[0], rail);
+  if (f.kind == FindingKind::slow_uplink) return fmt::format("slow uplink of {}", fmt::join(f.hosts, " "));
   if (f.kind == FindingKind::slow_node && !f.hosts.empty()) return fmt::format("slow node {}", f.hosts[0]);
   return f.message;
 }
@@ -223,6 +224,13 @@ MatrixChart matrix_chart(const PairMatrix& m, const std::vector<std::string>& la
       slow_links.insert({f.nodes[0], f.nodes[1]});
       slow_links.insert({f.nodes[1], f.nodes[0]});
     }
+    // A slow uplink: every pair across it.
+    if (f.kind == FindingKind::slow_uplink) {
+      const std::set<int> far(f.nodes.begin(), f.nodes.end());
+      for (int i = 0; i < m.size; ++i)
+        for (int j = 0; j < m.size; ++j)
+          if (far.contains(i) != far.contains(j)) slow_links.insert({i, j});
+    }
   }
   std::vector<double> values;
   for (int i = 0; i < m.size; ++i)
@@ -354,8 +362,8 @@ RunVerdicts judge_run(const RunResult& result, const ReportConfig& config, const
   if (result.scaling) {
     std::vector<std::string> slow;
     for (const Verdict& v : health)
-      if (v.level >= Level::warn &&
-          (v.cause_kind == "slow_node" || v.cause_kind == "slow_link" || v.cause_kind == "slow_nic"))
+      if (v.level >= Level::warn && (v.cause_kind == "slow_node" || v.cause_kind == "slow_link" ||
+                                     v.cause_kind == "slow_nic" || v.cause_kind == "slow_uplink"))
         for (const std::string& h : v.hosts)
           if (std::find(slow.begin(), slow.end(), h) == slow.end()) slow.push_back(h);
     const std::vector<Verdict> scaling = scaling_verdicts(*result.scaling, config.min_scaling_efficiency, slow);

@@ -14,6 +14,8 @@ std::string_view name(FindingKind kind) {
       return "slow_link";
     case FindingKind::slow_nic:
       return "slow_nic";
+    case FindingKind::slow_uplink:
+      return "slow_uplink";
     case FindingKind::slow_node:
       break;
   }

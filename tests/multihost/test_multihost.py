@@ -277,6 +277,40 @@ class MultiHost(TestBedCase):
         self.assertIn("rail 1 NIC of node2", warns[0]["fix"])
         self.assertFalse([v for v in doc["verdicts"] if v.get("cause_kind") in ("slow_node", "slow_link")])
 
+    # node2 and node3 behind one shared uplink at 200 Mbit/s (testbed.sh
+    # uplink: a second bridge joined to the first by one shaped link): each
+    # host fast with its own group, every pair across slow. No host or link
+    # stands out (half the links are slow); the uplink is named, confirmed by
+    # pairs across measured again, and its sides are the bisection's first
+    # cut, which measures it oversubscribed (two pairs share the link).
+    def test_a_slow_shared_uplink_is_named_and_is_the_bisections_first_cut(self):
+        testbed("uplink", "200mbit", "node2", "node3")
+        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", *FINDINGS, *COMMON)
+        self.assertEqual(proc.returncode, 0, proc.stdout + proc.stderr)
+        validate(self, self.json)
+        found = [(f["kind"], f["hosts"]) for f in doc["findings"]]
+        self.assertEqual(found, [("slow_uplink", ["node2", "node3"])], (doc["findings"], doc.get("unconfirmed")))
+        uplink = doc["findings"][0]
+        self.assertTrue(uplink["confirmed"])
+        self.assertIn("slow uplink between {node0, node1} and {node2, node3}", uplink["message"])
+        self.assertGreaterEqual(len(uplink["checks"]), 2)
+        self.assertTrue(all(c["slow"] for c in uplink["checks"]), uplink["checks"])
+        for c in uplink["checks"]:
+            self.assertNotEqual(c["nodes"][0] >= 2, c["nodes"][1] >= 2, c)  # across
+        for f in doc.get("unconfirmed", []):
+            self.assertNotIn(f["kind"], ("slow_node", "slow_nic"), f)
+        warns = [v for v in doc["verdicts"] if v.get("cause_kind") == "slow_uplink"]
+        self.assertEqual([(v["level"], v["subject"]) for v in warns], [("WARN", "uplink of node2, node3")])
+        self.assertIn("bad nodes:    uplink of node2, node3 (slow uplink)", proc.stdout)
+        # The bisection cuts along the uplink first, and finds it oversubscribed.
+        bisection = doc["bisection"]
+        first = bisection["halvings"][0]
+        self.assertEqual((first["source"], sorted(first["half_a"] + first["half_b"])), ("islands", [0, 1, 2, 3]))
+        self.assertEqual(sorted([sorted(first["half_a"]), sorted(first["half_b"])]), [[0, 1], [2, 3]])
+        self.assertGreater(first["oversubscription"], bisection["limit"], bisection)
+        self.assertIn("oversubscribed", bisection["message"])
+        self.assertIn("all 3 possible halvings measured", bisection["message"])
+
     # A host losing 5% of its packets: on this test bed's microsecond round
     # trips TCP recovers most losses at once and now and then waits out a
     # retransmission timeout, so the lossy host's links measure anywhere

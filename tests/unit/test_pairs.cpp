@@ -544,5 +544,76 @@ TEST(RailFindings, ANicIsConfirmedByItsRailsSecondPass) {
   ASSERT_EQ(c.unconfirmed.size(), 1U);
 }
 
+// Nodes [0, split) on one switch, the rest on another, joined by a slow
+// uplink: fast within each group, at a fiftieth across.
+PairMatrix behind_uplink(int n, int split) {
+  PairMatrix m = symmetric(n, 1.0);
+  for (int a = 0; a < split; ++a)
+    for (int b = split; b < n; ++b) set_pair(m, a, b, 0.02);
+  return m;
+}
+
+// Half the links slow and every node fast with its own group: no node or
+// link stands out, the path between the groups does.
+TEST(UplinkFindings, TwoGroupsFastWithinAndSlowAcrossAreASlowUplink) {
+  const NodePairs p{behind_uplink(4, 2), {}};
+  const std::vector<Finding> f = find_suspects(p, hosts, {});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].kind, FindingKind::slow_uplink);
+  EXPECT_EQ(f[0].nodes, (std::vector<int>{2, 3}));
+  EXPECT_EQ(f[0].hosts, (std::vector<std::string>{"c", "d"}));
+  EXPECT_NEAR(f[0].value_gbs, 0.02, 1e-9);
+  EXPECT_NE(f[0].message.find("slow uplink between {a, b} and {c, d}: the 4 node pairs across"), std::string::npos)
+      << f[0].message;
+}
+
+// Four against two: the two have one fast link each; the uplink is named,
+// not they.
+TEST(UplinkFindings, TheSmallerGroupIsNotNamedAsSlowNodes) {
+  const NodePairs p{behind_uplink(6, 4), {}};
+  const std::vector<Finding> f = find_suspects(p, hosts, {});
+  ASSERT_EQ(f.size(), 1U) << f[0].message;
+  EXPECT_EQ(f[0].kind, FindingKind::slow_uplink);
+  EXPECT_EQ(f[0].nodes, (std::vector<int>{4, 5}));
+}
+
+// A slow node is a node, and a group of one is no group: no uplink.
+TEST(UplinkFindings, ASlowNodeIsNoUplink) {
+  PairMatrix m = symmetric(4, 1.0);
+  for (const int b : {0, 1, 2}) set_pair(m, 3, b, 0.02);
+  EXPECT_FALSE(find_slow_uplink(m, hosts, {}));
+  const std::vector<Finding> f = find_suspects(NodePairs{m, {}}, hosts, {});
+  ASSERT_EQ(f.size(), 1U);
+  EXPECT_EQ(f[0].kind, FindingKind::slow_node);
+  EXPECT_FALSE(find_slow_uplink(symmetric(6, 1.0), hosts, {}));
+}
+
+// Confirmed by pairs across measured again, each node in one; the other
+// suspects then measure with their own side only.
+TEST(UplinkFindings, AnUplinkIsConfirmedByPairsAcrossMeasuredAgain) {
+  const std::vector<Finding> suspects = find_suspects(NodePairs{behind_uplink(6, 3), {}}, hosts, {});
+  ASSERT_EQ(suspects.size(), 1U);
+  const auto pairs = confirmation_pairs(suspects, 6);
+  EXPECT_EQ(pairs, (std::vector<std::pair<int, int>>{{0, 3}, {1, 4}, {2, 5}}));
+  PairMatrix second(6);
+  for (const auto& [a, b] : pairs) set_pair(second, a, b, 0.02);
+  Confirmation c = confirm_suspects(suspects, NodePairs{second, {}}, hosts, {});
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].checks.size(), 3U);
+  EXPECT_NE(c.findings[0].message.find("; confirmed: slow again across"), std::string::npos);
+  for (const auto& [a, b] : pairs) set_pair(second, a, b, 0.9);
+  c = confirm_suspects(suspects, NodePairs{second, {}}, hosts, {});
+  EXPECT_TRUE(c.findings.empty());
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
+  EXPECT_EQ(c.unconfirmed[0].message.rfind("not confirmed: slow uplink", 0), 0U);
+  // A slow node behind the uplink is measured with its own side.
+  Finding node = suspect_node(4, 1.0);
+  const auto with_node = confirmation_pairs({suspects[0], node}, 6);
+  for (const auto& [a, b] : with_node)
+    if (a == 4 || b == 4) {
+      EXPECT_TRUE((a >= 3) == (b >= 3)) << a << "-" << b;
+    }
+}
+
 }  // namespace
 }  // namespace fabricbench

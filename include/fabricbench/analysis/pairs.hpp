@@ -56,7 +56,16 @@ RobustCenter robust_center(const std::vector<double>& values);
 std::vector<Finding> find_outliers(const PairMatrix& matrix, const std::vector<std::string>& hosts,
                                    const OutlierThresholds& thresholds);
 
-// The first pass's suspects from the nodes' matrix (find_outliers) and,
+// Groups of nodes fast within and slow across (single linkage on the time a
+// byte takes, as find_latency_islands on latency; every group two nodes or
+// more, the median across below (1 - drop) x the median within): the path
+// between them, a switch uplink they share. Its nodes are those behind it.
+// Nothing where no split stands, or below 4 nodes.
+std::optional<Finding> find_slow_uplink(const PairMatrix& m, const std::vector<std::string>& hosts,
+                                        const OutlierThresholds& thresholds);
+
+// The first pass's suspects from the nodes' matrix (find_outliers, and a
+// slow uplink, which then explains the slow nodes and links across it) and,
 // with several ranks a node, from each rail's: a node named on some of its
 // rails and not on every one is those rails' NICs (slow_nic, the node
 // itself then not named), a link slow on some rails only is that rail's

@@ -138,8 +138,10 @@ inline constexpr std::size_t max_matrix_cells = std::size_t{1} << 22;
 void check_matrix_sizes(std::size_t nodes, std::size_t intra_nodes, int ranks_per_node);
 
 // A slow NIC is one node's rail: slow with every partner on that rail, while
-// the node's other rails are not.
-enum class FindingKind { slow_node, slow_link, slow_nic };
+// the node's other rails are not. A slow uplink is the path between groups
+// of nodes, each fast within: its `nodes` are those behind it (every group
+// but the lowest node's).
+enum class FindingKind { slow_node, slow_link, slow_nic, slow_uplink };
 
 // What named a suspect: its bandwidth, its latency (the small message's
 // fastest exchange), or no figure at all (its exchanges were cut): a node
@@ -179,7 +181,8 @@ std::string_view name(FindingMetric metric);
 // ---- field lists (core/field_list.hpp) ------------------------------------
 
 inline std::optional<FindingKind> from_name(std::string_view text, fields::tag<FindingKind>) {
-  for (const FindingKind k : {FindingKind::slow_node, FindingKind::slow_link, FindingKind::slow_nic})
+  for (const FindingKind k :
+       {FindingKind::slow_node, FindingKind::slow_link, FindingKind::slow_nic, FindingKind::slow_uplink})
     if (text == name(k)) return k;
   return std::nullopt;
 }
