@@ -759,17 +759,16 @@ class RunPipeline {
                          config_.placement.bisection_halvings, layout_.nodes),
              unlimited_seconds);
     // Rank 0's latency islands, on every rank: the cut between them comes
-    // first; where latency shows none, a slow uplink's sides (the pair
-    // matrix's bandwidth), confirmed or not.
+    // first; where latency shows none, a confirmed slow uplink's sides (an
+    // unconfirmed one is no cut the fabric suggests: one slow pair and one
+    // noisy one made it).
     std::vector<int> island_of(static_cast<std::size_t>(layout_.nodes), 0);
     if (lead_ && result_.islands)
       for (std::size_t k = 0; k < result_.islands->islands.size(); ++k)
         for (const int node : result_.islands->islands[k].nodes)
           if (node >= 0 && node < layout_.nodes) island_of[static_cast<std::size_t>(node)] = static_cast<int>(k);
     if (lead_ && (!result_.islands || result_.islands->islands.size() < 2)) {
-      std::vector<Finding> all = result_.findings;
-      all.insert(all.end(), result_.unconfirmed.begin(), result_.unconfirmed.end());
-      for (const Finding& f : all)
+      for (const Finding& f : result_.findings)
         if (f.kind == FindingKind::slow_uplink) {
           for (const int node : f.nodes)
             if (node >= 0 && node < layout_.nodes) island_of[static_cast<std::size_t>(node)] = 1;

@@ -58,7 +58,8 @@ std::vector<Finding> find_outliers(const PairMatrix& matrix, const std::vector<s
 
 // Groups of nodes fast within and slow across (single linkage on the time a
 // byte takes, as find_latency_islands on latency; every group two nodes or
-// more, the median across below (1 - drop) x the median within): the path
+// more, the median across below (1 - drop) x the median within; the cut's
+// step, as large, puts every pair across below the pairs within): the path
 // between them, a switch uplink they share. Its nodes are those behind it.
 // Nothing where no split stands, or below 4 nodes.
 std::optional<Finding> find_slow_uplink(const PairMatrix& m, const std::vector<std::string>& hosts,
