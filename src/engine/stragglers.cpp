@@ -121,11 +121,22 @@ std::size_t size_pace_work(Transport& transport, const Comm& world, double secon
   // whole round's share, and the round was skipped).
   OpSpec work = allreduce_of(least_work_bytes, n);
   const double first_s = fill_times(transport, world, work, true).slowest_s;
+  const FillTimes warm = fill_times(transport, world, work);
   std::size_t most = most_work_bytes;
-  if (world.rank() == 0 && std::isfinite(seconds) && first_s > 0)
+  if (world.rank() == 0 && std::isfinite(seconds) && first_s > 0) {
     most = std::clamp(static_cast<std::size_t>(seconds / first_s) * mib, least_work_bytes, most_work_bytes);
+    // The slowest rank's iterations must fit too: pace_min_iterations of
+    // them twice over in what a round gets (about `seconds`). Sized for the
+    // fastest alone, a rank held to a tenth of a core under the sanitizers
+    // fitted fewer, the round was skipped, and the slower a rank, the less
+    // it was judged.
+    if (warm.slowest_s > 0)
+      most = std::min(most,
+                      std::max(static_cast<std::size_t>(seconds / (2.0 * pace_min_iterations) / warm.slowest_s) * mib,
+                               least_work_bytes));
+  }
   most = world.broadcast_value(most, 0);
-  std::size_t bytes = std::min(scaled_work(least_work_bytes, fill_times(transport, world, work).fastest_s), most);
+  std::size_t bytes = std::min(scaled_work(least_work_bytes, warm.fastest_s), most);
   work = allreduce_of(bytes, n);
   transport.prepare(work);
   const double fill_s = fill_times(transport, world, work).fastest_s;

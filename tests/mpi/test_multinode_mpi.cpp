@@ -72,8 +72,19 @@ class SlowLinkTransport final : public Transport {
   std::optional<std::string> unsupported(Op op, DType d, RedOp r) const override {
     return inner_->unsupported(op, d, r);
   }
+  // World rank `rank` fills its buffers at `bytes_per_s` (a slow rank's
+  // work); not passed on by split.
+  void slow_fill(int rank, double bytes_per_s) {
+    fill_rank_ = rank;
+    fill_bytes_per_s_ = bytes_per_s;
+  }
   void prepare(const OpSpec& s) override { inner_->prepare(s); }
-  void fill(const OpSpec& s) override { inner_->fill(s); }
+  void fill(const OpSpec& s) override {
+    inner_->fill(s);
+    if (rank() == fill_rank_ && fill_bytes_per_s_ > 0)
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(static_cast<double>(s.counts.bytes) / fill_bytes_per_s_));
+  }
   void run_once(const OpSpec& s) override {
     inner_->run_once(s);
     if (checked_ && s.op == op_) checked_->push_back(s.counts.bytes);
@@ -106,6 +117,8 @@ class SlowLinkTransport final : public Transport {
   double bytes_per_s_;
   Op op_;
   std::shared_ptr<std::vector<std::size_t>> checked_;
+  int fill_rank_ = -1;
+  double fill_bytes_per_s_ = 0;
 };
 
 // The pair matrix over this host's ranks with rank 0's link at
@@ -397,6 +410,27 @@ Layout rank_per_node_layout(const Comm& world) {
     leaders.push_back(r);
   }
   return layout_from(world.rank(), hosts, leaders, std::vector<int>(static_cast<std::size_t>(world.size()), 0));
+}
+
+// A rank whose work runs at 20 MB/s still gets its round: the work is sized
+// so that the fewest iterations fit twice over at the slowest rank's rate,
+// not only the fastest's (sized for the fastest, its iterations took a
+// quarter of a second or more, fewer than the fewest fitted, and the round
+// was skipped: the slower a rank, the less it was judged).
+TEST(MultinodeMpi, APaceRoundFitsItsFewestIterationsAtTheSlowestRanksRate) {
+  const Comm world = Comm::world();
+  if (world.size() < 2) return;  // one rank: no other rank to be slower than
+  SlowLinkTransport transport(std::make_unique<MpiTransport>(world), 0);
+  transport.slow_fill(world.size() - 1, 20e6);
+  const Layout layout = rank_per_node_layout(world);
+  constexpr double share_s = 2.0;
+  const std::size_t work = size_pace_work(transport, world, share_s);
+  EXPECT_LE(work, std::size_t{2} << 20);
+  const PaceRound round = run_pace_round(transport, world, layout, work, share_s);
+  EXPECT_GE(round.iterations, pace_min_iterations);
+  ASSERT_EQ(round.ranks.size(), static_cast<std::size_t>(world.size()));
+  const RankPace& slow = round.ranks.back();
+  EXPECT_GT(slow.work_us, 5 * round.ranks.front().work_us);
 }
 
 // Every rank gets the same round: each iteration names at least one rank as
