@@ -542,6 +542,17 @@ cmd_throttle_pair() {
     echo "throttled $(host_name "$a") <-> $(host_name "$b") to $rate"
 }
 
+# Sets the caller's array in_group: 1 at each listed host's index, 0 at the
+# others (an unknown host ends the script with host_index's error).
+group_flags() {
+    local h i
+    for ((i = 0; i < K; i++)); do in_group[i]=0; done
+    for h in "$@"; do
+        i=$(host_index "$h")
+        in_group[i]=1
+    done
+}
+
 # This kernel has no netem, so a group cannot be given a pure delay; a low
 # rate with a small bucket makes every crossing message wait for tokens
 # instead, which is what a latency island test needs: the group's own pairs
@@ -553,8 +564,7 @@ cmd_slow_group() {
     shift
     check_rate "$rate"
     local -a in_group=()
-    for ((i = 0; i < K; i++)); do in_group[i]=0; done
-    for h in "$@"; do in_group[$(host_index "$h")]=1; done
+    group_flags "$@"
     for ((i = 0; i < K; i++)); do
         for ((j = 0; j < K; j++)); do
             [[ ${in_group[i]} -ne ${in_group[j]} ]] || continue
@@ -638,15 +648,11 @@ uplink_remove() {
 cmd_uplink() {
     load_state
     [[ $# -ge 2 ]] || die "usage: testbed.sh uplink RATE HOST... (at least one host, not all)"
-    local rate=$1 h i
+    local rate=$1 i
     shift
     check_rate "$rate"
     local -a in_group=() members=()
-    for ((i = 0; i < K; i++)); do in_group[i]=0; done
-    for h in "$@"; do
-        i=$(host_index "$h")
-        in_group[i]=1
-    done
+    group_flags "$@"
     for ((i = 0; i < K; i++)); do
         [[ ${in_group[i]} -eq 0 ]] || members+=("$i")
     done

@@ -271,16 +271,32 @@ RailFigure rail_figure(const Layout& layout, int a, int b, int l, const RoundFig
   return {exchange_seconds(figures.seconds[ra], figures.seconds[rb]), std::min(figures.bytes[ra], figures.bytes[rb])};
 }
 
-// A node pair's bandwidth: the sum over rails of the bytes one direction
-// moved over the rail's exchange time (0: a rail was not measured).
-double pair_gbs(const Layout& layout, int rpn, int a, int b, const RoundFigures& figures) {
-  double gbs = 0;
+// The node pair a-b's figure from its rails': bandwidth (GB/s) the sum over
+// rails of the bytes one direction moved over the rail's exchange time,
+// latency (us) the rails' mean exchange time; 0 where a rail was not measured
+// (cut by the budget: not measured, not zero). Each measured rail's own
+// figure goes into `rails` where given.
+double pair_figure(const Layout& layout, int rpn, int a, int b, const RoundFigures& figures, bool bandwidth,
+                   std::vector<PairMatrix>* rails) {
+  double sum = 0;
+  bool measured = true;
   for (int l = 0; l < rpn; ++l) {
     const RailFigure rail = rail_figure(layout, a, b, l, figures);
-    if (!(rail.seconds > 0) || rail.moved == 0) return 0;
-    gbs += static_cast<double>(rail.moved) / rail.seconds / 1e9;
+    const bool ran = rail.seconds > 0 && (!bandwidth || rail.moved > 0);
+    measured = measured && ran;
+    if (!ran) continue;
+    const double value = bandwidth ? static_cast<double>(rail.moved) / rail.seconds / 1e9 : rail.seconds * 1e6;
+    sum += bandwidth ? value : value / rpn;
+    if (rails != nullptr) {
+      PairMatrix& m = (*rails)[static_cast<std::size_t>(l)];
+      (bandwidth ? m.bw(a, b) : m.lat(a, b)) = value;
+    }
   }
-  return gbs;
+  return measured ? sum : 0;
+}
+
+double pair_gbs(const Layout& layout, int rpn, int a, int b, const RoundFigures& figures) {
+  return pair_figure(layout, rpn, a, b, figures, true, nullptr);
 }
 
 // The smallest message any rail of the pair a-b moved, where it is below
@@ -319,26 +335,13 @@ RoundCuts node_round(const RunConfig& config, Transport& transport, const Comm& 
         for (int a = 0; a < n; ++a) {
           const int b = pairing[static_cast<std::size_t>(a)];
           if (b < 0) continue;
-          // Cut by the budget: not measured, not zero.
-          double sum = 0;
-          bool measured = true;
-          for (int l = 0; l < rpn; ++l) {
-            const RailFigure rail = rail_figure(layout, a, b, l, figures);
-            const bool ran = rail.seconds > 0 && (!bandwidth || rail.moved > 0);
-            measured = measured && ran;
-            if (!ran) continue;
-            const double value = bandwidth ? static_cast<double>(rail.moved) / rail.seconds / 1e9 : rail.seconds * 1e6;
-            sum += bandwidth ? value : value / rpn;
-            if (by_rail)
-              (bandwidth ? pairs.rails[static_cast<std::size_t>(l)].bw(a, b)
-                         : pairs.rails[static_cast<std::size_t>(l)].lat(a, b)) = value;
-          }
-          if (!measured) continue;
+          const double value = pair_figure(layout, rpn, a, b, figures, bandwidth, by_rail ? &pairs.rails : nullptr);
+          if (!(value > 0)) continue;
           if (!bandwidth) {
-            pairs.nodes.lat(a, b) = sum;
+            pairs.nodes.lat(a, b) = value;
             continue;
           }
-          pairs.nodes.bw(a, b) = sum;
+          pairs.nodes.bw(a, b) = value;
           pairs.nodes.smaller(a, b) = smaller_message(layout, rpn, a, b, figures, full);
         }
       },

@@ -921,6 +921,19 @@ class DownedLink(unittest.TestCase):
             proc.wait()
 
 
+class TimedResult(unittest.TextTestResult):
+    """Each test's wall time after its verdict: what keeps the suite inside CI's time is seen in its log."""
+
+    def startTest(self, test):
+        self.started = time.monotonic()
+        super().startTest(test)
+
+    def stopTest(self, test):
+        super().stopTest(test)
+        self.stream.writeln(f"    {time.monotonic() - self.started:.1f} s")
+        self.stream.flush()
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser()
     for name in ("--binary", "--testbed", "--schema", "--validator"):
@@ -929,4 +942,4 @@ if __name__ == "__main__":
     if os.geteuid() != 0:
         print("multi-host tests need root (network namespaces, tc): skipped")
         sys.exit(77)
-    unittest.main(argv=[sys.argv[0], "-v", *rest])
+    unittest.main(argv=[sys.argv[0], *rest], testRunner=unittest.TextTestRunner(verbosity=2, resultclass=TimedResult))
