@@ -117,12 +117,72 @@ TEST(Findings, OneSlowLinkAndANoisyOneDoNotMakeASlowNode) {
   set_pair(m, 1, 2, 0.51);
   set_pair(m, 1, 3, 0.55);
   set_pair(m, 2, 3, 0.48);
-  for (const Finding& f : find_outliers(m, hosts, {})) EXPECT_EQ(f.kind, FindingKind::slow_link);
+  // At the default drop both are below half the median: slow with 2 of its
+  // 3 partners, node0 is the first pass's suspect. Measured again apart,
+  // the halved link is fast: the slow link alone is confirmed, no node.
+  const std::vector<Finding> first = find_outliers(m, hosts, {});
+  ASSERT_EQ(first.size(), 1U);
+  EXPECT_EQ(first[0].kind, FindingKind::slow_node);
+  EXPECT_NE(first[0].message.find("slow node a (slow with 2 of its 3 partners)"), std::string::npos)
+      << first[0].message;
+  PairMatrix second = symmetric(4, 0.5);
+  set_pair(second, 0, 3, 0.01);
+  const Confirmation c = confirm_suspects(first, NodePairs{second, {}}, hosts, {});
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].kind, FindingKind::slow_link);
+  EXPECT_EQ(c.findings[0].nodes, (std::vector<int>{0, 3}));
+  EXPECT_TRUE(c.unconfirmed.empty());
   // Only what is far below the median: the throttled link alone.
   const auto f = find_outliers(m, hosts, OutlierThresholds{4.0, 0.8});
   ASSERT_EQ(f.size(), 1U);
   EXPECT_EQ(f[0].kind, FindingKind::slow_link);
   EXPECT_EQ(f[0].nodes, (std::vector<int>{0, 3}));
+}
+
+// A host losing packets: each of its links runs at another fraction of the
+// others' (seen at 5% loss: 16%, 18%, 23%), so its own figure (its better
+// links) stays above a fifth while two of its links fall below. Slow with
+// most of its partners, it is the node, not two links.
+TEST(Findings, ANodeSlowWithMostOfItsPartnersIsTheNodeNotItsLinks) {
+  PairMatrix m = symmetric(4, 0.8);
+  set_pair(m, 2, 0, 0.23);
+  set_pair(m, 2, 1, 0.14);
+  set_pair(m, 2, 3, 0.12);
+  const OutlierThresholds fifth{4.0, 0.8};
+  const std::vector<Finding> f = find_outliers(m, hosts, fifth);
+  ASSERT_EQ(f.size(), 1U) << f[0].message;
+  EXPECT_EQ(f[0].kind, FindingKind::slow_node);
+  EXPECT_EQ(f[0].nodes, std::vector<int>{2});
+  // Its figure is its median link, against the healthy nodes'.
+  EXPECT_DOUBLE_EQ(f[0].value_gbs, 0.14);
+  EXPECT_NE(f[0].message.find("slow node c (slow with 2 of its 3 partners): its links run at 0.140 GB/s"),
+            std::string::npos)
+      << f[0].message;
+  // Slow with one partner only: that link.
+  set_pair(m, 2, 1, 0.5);
+  const std::vector<Finding> link = find_outliers(m, hosts, fifth);
+  ASSERT_EQ(link.size(), 1U);
+  EXPECT_EQ(link[0].kind, FindingKind::slow_link);
+  EXPECT_EQ(link[0].nodes, (std::vector<int>{2, 3}));
+}
+
+// Two such hosts among four: each is slow with all three partners (the
+// link between them too), and the healthy nodes, each slow with two of
+// three, are not named once the slow ones took their links.
+TEST(Findings, TwoNodesSlowWithMostPartnersLeaveTheHealthyOnesUnnamed) {
+  PairMatrix m = symmetric(4, 0.8);
+  for (const int b : {0, 1}) {
+    set_pair(m, 2, b, 0.12);
+    set_pair(m, 3, b, 0.13);
+  }
+  set_pair(m, 2, 3, 0.1);
+  std::vector<Finding> f = find_outliers(m, hosts, OutlierThresholds{4.0, 0.8});
+  std::sort(f.begin(), f.end(), [](const Finding& x, const Finding& y) { return x.nodes < y.nodes; });
+  ASSERT_EQ(f.size(), 2U);
+  for (std::size_t i = 0; i < 2; ++i) {
+    EXPECT_EQ(f[i].kind, FindingKind::slow_node) << f[i].message;
+    EXPECT_EQ(f[i].nodes, std::vector<int>{static_cast<int>(i) + 2});
+  }
 }
 
 TEST(Findings, SlowLinkInAWidelySpreadCluster) {
@@ -491,6 +551,25 @@ TEST(RailFindings, ANicExplainsItsNodesSlowSum) {
   const std::vector<Finding> node = find_suspects(p, hosts, {});
   ASSERT_EQ(node.size(), 1U);
   EXPECT_EQ(node[0].kind, FindingKind::slow_node);
+}
+
+// A lossy host on two rails: on rail 0 it is slow with every partner, on
+// rail 1 one of its links falls below the threshold and the others run at a
+// quarter. That is not a NIC (its other rail is slow too) and not a rail's
+// link: the node, as the nodes' matrix says.
+TEST(RailFindings, ANodeSlowOnEveryRailAtDifferentDepthsIsNotANic) {
+  NodePairs p = railed(2);
+  for (const int b : {0, 1, 3}) set_pair(p.rails[0], 2, b, 0.1);
+  set_pair(p.rails[1], 2, 0, 0.25);
+  set_pair(p.rails[1], 2, 1, 0.15);
+  set_pair(p.rails[1], 2, 3, 0.25);
+  sum_rails(p);
+  const OutlierThresholds fifth{4.0, 0.8};
+  const std::vector<Finding> f = find_suspects(p, hosts, fifth);
+  ASSERT_EQ(f.size(), 1U) << f[0].message;
+  EXPECT_EQ(f[0].kind, FindingKind::slow_node);
+  EXPECT_EQ(f[0].nodes, std::vector<int>{2});
+  EXPECT_FALSE(f[0].rail);
 }
 
 // A link slow on one rail alone is that rail's link.
