@@ -54,6 +54,30 @@ FillTimes fill_times(Transport& transport, const Comm& world, const OpSpec& spec
   return {-extremes[1], extremes[0]};
 }
 
+// The fastest and the slowest rank's time per fill of `spec`'s (prepared)
+// buffers, each rank filling them again until its fills took `least_s` or
+// `most_fills` were done. One short fill under a CPU quota either runs
+// inside a slice or waits out the rest of a period: timed alone, a rank held
+// to a tenth of a core (1 ms in 10) filled 1 MiB as fast as the others in
+// some runs and 10 times slower in others. Fills that add up to a period time
+// its average pace; a rank too slow for a second fill is timed by its first.
+FillTimes paced_fill_times(Transport& transport, const Comm& world, const OpSpec& spec) {
+  constexpr double least_s = 20e-3;
+  constexpr int most_fills = 64;
+  const SteadyClock::time_point start = SteadyClock::now();
+  double elapsed = 0;
+  int fills = 0;
+  while (fills < most_fills && elapsed < least_s) {
+    transport.fill(spec);
+    ++fills;
+    elapsed = std::chrono::duration<double>(SteadyClock::now() - start).count();
+  }
+  const double t = elapsed / fills;
+  std::array<double, 2> extremes{t, -t};
+  world.allreduce_max(std::span<double>(extremes));
+  return {-extremes[1], extremes[0]};
+}
+
 // Whole MiB, within the bounds, scaled so one fill takes about pace_work_s.
 std::size_t scaled_work(std::size_t bytes, double seconds) {
   const double wanted =
@@ -120,8 +144,18 @@ std::size_t size_pace_work(Transport& transport, const Comm& world, double secon
   // tenth of a core spent 3.6 s making 72 MiB of buffers, more than the
   // whole round's share, and the round was skipped).
   OpSpec work = allreduce_of(least_work_bytes, n);
-  const double first_s = fill_times(transport, world, work, true).slowest_s;
-  const FillTimes warm = fill_times(transport, world, work);
+  const FillTimes first = fill_times(transport, world, work, true);
+  const FillTimes warm = paced_fill_times(transport, world, work);
+  // The slowest rank's making cost: the fastest rank's, times how much
+  // slower the slowest fills, where that is less than its one cold make
+  // measured. Under a CPU quota one cold make of 1 MiB took 60-130 ms against
+  // the others' 8-12 ms, more than its pace explains (waits and fixed costs,
+  // not a cost per MiB); sized from such single timings the work fell to
+  // 2 MiB in 2 of 14 runs, inside one slice, and the rank came late in 23 of
+  // 40 iterations rather than 35-40.
+  double first_s = first.slowest_s;
+  if (warm.fastest_s > 0 && first.fastest_s > 0)
+    first_s = std::min(first_s, first.fastest_s * warm.slowest_s / warm.fastest_s);
   std::size_t most = most_work_bytes;
   if (world.rank() == 0 && std::isfinite(seconds) && first_s > 0) {
     most = std::clamp(static_cast<std::size_t>(seconds / first_s) * mib, least_work_bytes, most_work_bytes);
