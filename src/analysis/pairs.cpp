@@ -357,6 +357,13 @@ MetricFindings outliers_by(const PairMatrix& m, const std::vector<std::string>& 
   return out;
 }
 
+// Whether `found` names node i slow (with a figure, not for the lack of one).
+bool names_node(const std::vector<Finding>& found, int i) {
+  return std::any_of(found.begin(), found.end(), [i](const Finding& f) {
+    return f.kind == FindingKind::slow_node && f.metric != FindingMetric::no_figure && f.nodes[0] == i;
+  });
+}
+
 // A node slow with most of its partners (two at least), by either metric, is
 // the node, not its links, though its best links kept its own figure above
 // the threshold: a lossy host's links each run at another fraction of the
@@ -367,11 +374,6 @@ MetricFindings outliers_by(const PairMatrix& m, const std::vector<std::string>& 
 // reference (bandwidth first).
 void promote_nodes(std::vector<Finding>& found, const PairMatrix& m, const std::vector<std::string>& hosts,
                    const std::optional<double>& bw_ref, const std::optional<double>& lat_ref) {
-  const auto named_node = [&](int i) {
-    return std::any_of(found.begin(), found.end(), [i](const Finding& f) {
-      return f.kind == FindingKind::slow_node && f.metric != FindingMetric::no_figure && f.nodes[0] == i;
-    });
-  };
   const auto touches = [](const Finding& f, int i) {
     return f.kind == FindingKind::slow_link && (f.nodes[0] == i || f.nodes[1] == i);
   };
@@ -386,7 +388,7 @@ void promote_nodes(std::vector<Finding>& found, const PairMatrix& m, const std::
   for (;;) {
     Candidate best;
     for (int i = 0; i < m.size; ++i) {
-      if (named_node(i)) continue;
+      if (names_node(found, i)) continue;
       const auto slow =
           static_cast<int>(std::count_if(found.begin(), found.end(), [&](const Finding& f) { return touches(f, i); }));
       if (slow < 2) continue;
@@ -394,7 +396,7 @@ void promote_nodes(std::vector<Finding>& found, const PairMatrix& m, const std::
       std::vector<double> bw;
       std::vector<double> speed;
       for (int j = 0; j < m.size; ++j) {
-        if (j == i || named_node(j)) continue;
+        if (j == i || names_node(found, j)) continue;
         const std::optional<double> b = bandwidth_of(m, i, j);
         const std::optional<double> s = speed_of(m, i, j);
         if (!b && !s) continue;
@@ -638,13 +640,9 @@ std::vector<Finding> find_suspects(const NodePairs& pairs, const std::vector<std
     return rail_links.contains({f.nodes[0], f.nodes[1]});
   });
   // A rail's link to a node that stays slow as a node is that node's.
-  const auto node_named = [&](int node) {
-    return std::any_of(found.begin(), found.end(), [node](const Finding& g) {
-      return g.kind == FindingKind::slow_node && g.metric != FindingMetric::no_figure && g.nodes[0] == node;
-    });
-  };
   for (Finding& nic : nics) {
-    if (nic.kind == FindingKind::slow_link && (node_named(nic.nodes[0]) || node_named(nic.nodes[1]))) continue;
+    if (nic.kind == FindingKind::slow_link && (names_node(found, nic.nodes[0]) || names_node(found, nic.nodes[1])))
+      continue;
     if (std::none_of(found.begin(), found.end(), [&](const Finding& g) { return same_finding(g, nic); }))
       found.push_back(std::move(nic));
   }

@@ -44,14 +44,18 @@ struct FillTimes {
   double slowest_s = 0;
 };
 
+// The fastest and the slowest of every rank's `t`.
+FillTimes across_ranks(const Comm& world, double t) {
+  std::array<double, 2> extremes{t, -t};
+  world.allreduce_max(std::span<double>(extremes));
+  return {-extremes[1], extremes[0]};
+}
+
 FillTimes fill_times(Transport& transport, const Comm& world, const OpSpec& spec, bool prepare_too = false) {
   const SteadyClock::time_point start = SteadyClock::now();
   if (prepare_too) transport.prepare(spec);
   transport.fill(spec);
-  const double t = std::chrono::duration<double>(SteadyClock::now() - start).count();
-  std::array<double, 2> extremes{t, -t};
-  world.allreduce_max(std::span<double>(extremes));
-  return {-extremes[1], extremes[0]};
+  return across_ranks(world, std::chrono::duration<double>(SteadyClock::now() - start).count());
 }
 
 // The fastest and the slowest rank's time per fill of `spec`'s (prepared)
@@ -72,10 +76,7 @@ FillTimes paced_fill_times(Transport& transport, const Comm& world, const OpSpec
     ++fills;
     elapsed = std::chrono::duration<double>(SteadyClock::now() - start).count();
   }
-  const double t = elapsed / fills;
-  std::array<double, 2> extremes{t, -t};
-  world.allreduce_max(std::span<double>(extremes));
-  return {-extremes[1], extremes[0]};
+  return across_ranks(world, elapsed / fills);
 }
 
 // Whole MiB, within the bounds, scaled so one fill takes about pace_work_s.
