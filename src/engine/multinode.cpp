@@ -604,16 +604,13 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
 
 NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong, double seconds) {
-  RunConfig quick = config;
-  quick.iterations.warmup = 1;
-  quick.iterations.fixed_iters = 3;
   NodePairs matrix{PairMatrix(layout.nodes), {}};
   const Window checks(seconds);
   auto left = static_cast<int>(rounds.size());
   for (const std::vector<int>& pairing : rounds) {
     const double share = next_share(world, checks, left--, 0);
     if (share < 0) break;
-    (void)node_round(quick, transport, world, layout, pairing, matrix, wrong, share);
+    (void)node_round(config, transport, world, layout, pairing, matrix, wrong, share);
   }
   return matrix;
 }

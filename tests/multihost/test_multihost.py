@@ -311,21 +311,28 @@ class MultiHost(TestBedCase):
         self.assertIn("oversubscribed", bisection["message"])
         self.assertIn("all 3 possible halvings measured", bisection["message"])
 
-    # A host losing 5% of its packets: on this test bed's microsecond round
-    # trips TCP recovers most losses at once and now and then waits out a
-    # retransmission timeout, so the lossy host's links measure anywhere
-    # from a tenth of the others to as fast as they are, run to run. What
-    # always holds: no healthy host or link is accused (a noisy exchange
-    # the first pass suspects is measured again and cleared, INFO), and
-    # whatever is confirmed involves the lossy host.
-    def test_packet_loss_never_gets_a_healthy_host_or_link_accused(self):
+    # A host losing 5% of its packets: TCP recovers most losses at once and
+    # now and then waits out a retransmission timeout, so at 1-16 MiB the
+    # lossy host's links measure anywhere from a tenth of the others to as
+    # fast as they are, run to run. At 64 MiB, the default, each of its
+    # links runs at 8-30% of the others (under the sanitizers: 0.08-0.16
+    # GB/s against 0.55-0.81) in both passes, each at another fraction: the
+    # product's default threshold (half the median) names every one of them,
+    # so the host is slow with all its partners, named as the node and
+    # confirmed, while the test bed's noise leaves the healthy links above
+    # three quarters. The stricter fifth the other tests use would split the
+    # lossy host's links into slow and healthy ones, so this test keeps the
+    # default.
+    def test_a_lossy_host_is_named_as_the_node_and_no_healthy_host_or_link_is(self):
         testbed("loss", "node2", "5")
-        proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "1M", "--bisection-halvings", "0", *FINDINGS,
-                                *COMMON)
+        proc, doc = fabricbench(self.json, "p2p", "--bisection-halvings", "0", *COMMON)
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
+        context = (doc["findings"], doc.get("unconfirmed"), doc["pairs"]["links"])
+        self.assertIn(("slow_node", ["node2"], True),
+                      [(f["kind"], f["hosts"], f["confirmed"]) for f in doc["findings"]], context)
         for f in doc["findings"]:
-            self.assertIn("node2", f["hosts"], (doc["findings"], doc["pairs"]["links"]))
+            self.assertIn("node2", f["hosts"], context)
             self.assertTrue(f["confirmed"])
         for f in doc.get("unconfirmed", []):
             self.assertFalse(f["confirmed"])
@@ -334,7 +341,9 @@ class MultiHost(TestBedCase):
         self.assertEqual(len(infos), len(doc.get("unconfirmed", [])))
         self.assertTrue(all(v["level"] == "INFO" for v in infos))
         warned = [v for v in doc["verdicts"] if v["level"] in ("WARN", "FAIL") and v["kind"] == "finding"]
+        self.assertTrue(warned, doc["verdicts"])
         self.assertTrue(all("node2" in v["hosts"] for v in warned), warned)
+        self.assertRegex(proc.stdout, r"bad nodes: +node2 \(slow node\)", proc.stdout)
 
     def test_a_host_with_another_mtu_or_environment_is_named(self):
         # node2's interface at another MTU; node3's ranks launched with NCCL_PROTO forced (MPMD contexts).

@@ -92,8 +92,9 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
                       const PhaseLimit& limit = {}, const PairPass& pass = {});
 
 // The second pass over node pairs: `rounds` (each every node's partner, -1
-// idle; the same on every rank) measured at the matrix's sizes with the
-// health pass's short fixed counts, within `seconds` (read on world rank 0:
+// idle; the same on every rank) measured at the first pass's sizes and
+// iteration counts (as long as it: a lossy link's mean is only as steady as
+// the iterations it averages), within `seconds` (read on world rank 0:
 // each round an even part of what is left, a slow link's bandwidth with a
 // smaller message where the full one would not fit it). The matrices of
 // what they measured (the nodes', each rail's) are complete on world rank 0.
