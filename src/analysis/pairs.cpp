@@ -664,8 +664,13 @@ struct Suspicion {
   // Behind a suspect uplink: the others measure with their own side only.
   std::optional<std::set<int>> far;
 
-  explicit Suspicion(const std::vector<Finding>& suspects) {
-    for (const Finding& f : suspects) {
+  explicit Suspicion(const std::vector<Finding>& suspects, const std::vector<Finding>& known = {}) {
+    add(suspects);
+    add(known);
+  }
+
+  void add(const std::vector<Finding>& found) {
+    for (const Finding& f : found) {
       if (f.kind == FindingKind::slow_uplink) {
         far.emplace(f.nodes.begin(), f.nodes.end());
       } else if (f.kind == FindingKind::slow_link) {
@@ -690,8 +695,9 @@ struct Suspicion {
 
 }  // namespace
 
-std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& suspects, int nodes, int partners) {
-  const Suspicion suspicion(suspects);
+std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& suspects, int nodes,
+                                                    const std::vector<Finding>& known, int partners) {
+  const Suspicion suspicion(suspects, known);
   std::vector<int> clean;
   std::vector<int> ends;
   for (int i = 0; i < nodes; ++i)
@@ -814,9 +820,10 @@ std::string rechecks_text(const std::vector<Recheck>& checks, int suspect, bool 
 }  // namespace
 
 Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& second_pass,
-                              const std::vector<std::string>& hosts, const OutlierThresholds& t) {
+                              const std::vector<std::string>& hosts, const OutlierThresholds& t,
+                              const std::vector<Finding>& known) {
   Confirmation out;
-  const Suspicion suspicion(suspects);
+  const Suspicion suspicion(suspects, known);
   const PairMatrix none(second_pass.nodes.size);
   for (Finding& f : suspects) {
     // A rail's suspect is judged by that rail's exchanges.

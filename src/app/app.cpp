@@ -428,13 +428,14 @@ class RunPipeline {
     return OutlierThresholds{config_.pairs.outlier_mads, config_.pairs.outlier_drop};
   }
 
-  // The second pass over rank 0's `suspects`: each with healthy partners,
-  // apart from the first pass's load, at `sizes`' pair message sizes; every
-  // rank takes part. The judged suspects on rank 0.
+  // The second pass over rank 0's `suspects`: each with healthy partners
+  // (never a node or link the run has already confirmed slow), apart from
+  // the first pass's load, at `sizes`' pair message sizes; every rank takes
+  // part. The judged suspects on rank 0.
   Confirmation confirm(const std::vector<Finding>& suspects, const RunConfig& sizes,
                        double seconds = unlimited_seconds) {
     std::vector<std::vector<int>> rounds;
-    if (lead_) rounds = pack_rounds(confirmation_pairs(suspects, layout_.nodes), layout_.nodes);
+    if (lead_) rounds = pack_rounds(confirmation_pairs(suspects, layout_.nodes, result_.findings), layout_.nodes);
     rounds = broadcast_rounds(world_, rounds, layout_.nodes);
     NodePairs second{PairMatrix(layout_.nodes), {}};
     std::uint64_t wrong = 0;
@@ -444,7 +445,7 @@ class RunPipeline {
     }
     if (!lead_) return {};
     result_.wrong_total += wrong;
-    return confirm_suspects(suspects, second, layout_.hostnames, thresholds());
+    return confirm_suspects(suspects, second, layout_.hostnames, thresholds(), result_.findings);
   }
 
   [[nodiscard]] std::vector<Cut>* cuts() { return lead_ && result_.budget ? &result_.budget->cuts : nullptr; }

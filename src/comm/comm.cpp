@@ -49,6 +49,7 @@ int Comm::rank() const { return backend().rank(); }
 int Comm::size() const { return backend().size(); }
 bool Comm::empty() const { return backend_ == nullptr; }
 void Comm::barrier() const { backend().barrier(); }
+void Comm::quiet_barrier() const { backend().quiet_barrier(); }
 
 void Comm::broadcast(std::span<std::byte> data, int root) const {
   if (data.empty()) return;

@@ -1,7 +1,9 @@
 // The MPI process group: a communicator, owned when split off, and the MPI
 // library's life (compiled only with MPI).
+#include <chrono>
 #include <cstdlib>
 #include <limits>
+#include <thread>
 
 #include <unistd.h>
 
@@ -74,6 +76,17 @@ class MpiBackend final : public CommBackend {
   }
 
   void barrier() override { FB_MPI_CHECK(MPI_Barrier(comm_)); }
+
+  void quiet_barrier() override {
+    MPI_Request request = MPI_REQUEST_NULL;
+    FB_MPI_CHECK(MPI_Ibarrier(comm_, &request));
+    int done = 0;
+    FB_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    while (done == 0) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      FB_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
+    }
+  }
 
   void broadcast(std::span<std::byte> data, int root) override {
     FB_MPI_CHECK(MPI_Bcast(data.data(), mpi_count(data.size(), "broadcast"), MPI_BYTE, root, comm_));

@@ -177,6 +177,7 @@ PairMessage message_within(Transport* sub, const Comm& group, const Comm& world,
     }
   }
   slowest[2 * k] = since.elapsed_s();
+  world.quiet_barrier();  // the ranks that sit out, or are done, leave the cores to those still probing
   world.allreduce_max(std::span<double>(slowest));
   if (!keyed) return out;
   const double t = slowest[static_cast<std::size_t>(size_key)];
@@ -242,6 +243,10 @@ RoundCuts exchange_round(const RunConfig& config, Transport& transport, const Co
     const std::size_t moved = from_probe ? message.probe_bytes : sub && !m.skipped ? message.counts.bytes : 0;
     std::array<std::int64_t, 2> mine{sub && group.rank() == 0 && (m.cut || m.skipped) && !from_probe ? 1 : 0,
                                      sub && group.rank() == 0 && moved > 0 && moved < full.bytes ? 1 : 0};
+    // The ranks that sit out the round, or are done, wait asleep: spinning
+    // in the collective, they would take the cores of those still measuring
+    // where ranks share them.
+    world.quiet_barrier();
     world.allreduce_max(std::span<std::int64_t>(mine));
     cuts.fewer += static_cast<int>(mine[0]);
     cuts.smaller += static_cast<int>(mine[1]);

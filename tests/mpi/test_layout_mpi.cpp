@@ -1,3 +1,7 @@
+#include <chrono>
+#include <ctime>
+#include <thread>
+
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -43,6 +47,31 @@ TEST(CommMpi, TypedValuesCrossExactly) {
   }
   const int root = world.size() - 1;
   EXPECT_EQ(world.broadcast_bytes(world.rank() == root ? "the root's words" : "", root), "the root's words");
+}
+
+double process_cpu_s() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+// The members that arrive early wait for the last one, asleep: a plain
+// barrier spins, and on ranks that share cores takes them from the members
+// still measuring.
+TEST(CommMpi, AQuietBarrierWaitsForTheLastMemberAsleep) {
+  const Comm world = Comm::world();
+  const int last = world.size() - 1;
+  constexpr double late_s = 0.3;
+  world.barrier();
+  if (world.rank() == last) std::this_thread::sleep_for(std::chrono::duration<double>(late_s));
+  const auto started = std::chrono::steady_clock::now();
+  const double cpu_before = process_cpu_s();
+  world.quiet_barrier();
+  const double wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  const double cpu_s = process_cpu_s() - cpu_before;
+  if (world.rank() == last) return;
+  EXPECT_GE(wall_s, 0.5 * late_s);  // it waited for the late member
+  EXPECT_LT(cpu_s, 0.5 * wall_s) << "on the CPU for " << cpu_s << " s of a " << wall_s << " s wait";
 }
 
 }  // namespace

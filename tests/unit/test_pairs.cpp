@@ -434,6 +434,27 @@ TEST(Confirmation, SlowWithOnePartnerOfSeveralIsThatLink) {
   EXPECT_TRUE(c.unconfirmed.empty());
 }
 
+// A node the run has already confirmed slow (the health pass's) is no
+// healthy partner for a later suspect: re-paired with it, a healthy node
+// measured slow with it and became a "slow link" to the slow node.
+TEST(Confirmation, ANodeConfirmedBeforeIsNoPartnerAndItsFiguresDoNotCount) {
+  const Finding known = suspect_node(2, 1.0);
+  const auto pairs = confirmation_pairs({suspect_node(0, 1.0)}, 4, {known});
+  EXPECT_EQ(pairs, (std::vector<std::pair<int, int>>{{0, 1}, {0, 3}}));
+  PairMatrix second(4);
+  set_pair(second, 0, 1, 0.95);
+  set_pair(second, 0, 2, 0.01);  // measured with the slow node after all
+  set_pair(second, 0, 3, 1.05);
+  const Confirmation c = confirm_suspects({suspect_node(0, 1.0)}, NodePairs{second, {}}, hosts, {}, {known});
+  EXPECT_TRUE(c.findings.empty());
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
+  EXPECT_EQ(c.unconfirmed[0].checks.size(), 2U);
+  // Without it, the slow node's link would name node 0's.
+  const Confirmation blind = confirm_suspects({suspect_node(0, 1.0)}, NodePairs{second, {}}, hosts, {});
+  ASSERT_EQ(blind.findings.size(), 1U);
+  EXPECT_EQ(blind.findings[0].kind, FindingKind::slow_link);
+}
+
 TEST(Confirmation, ALinkIsConfirmedWhenSlowAgainAndANodeWithoutPartnersIsNot) {
   const Finding link = suspect_link(0, 1);
   PairMatrix second(4);

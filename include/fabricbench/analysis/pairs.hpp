@@ -83,9 +83,12 @@ inline constexpr std::string_view two_nodes_text =
 
 // The second pass: every suspect exchanges again with up to `partners`
 // nodes that no suspect involves (a suspect link: the link again, and each
-// end with a healthy node), none of them in the first pass's load. The
-// pairs to measure, each once, lowest node first.
-std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& suspects, int nodes, int partners = 3);
+// end with a healthy node), none of them in the first pass's load. What
+// `known` names (findings confirmed before: a slow node, link or uplink) is
+// no healthy partner either, and is not measured again. The pairs to
+// measure, each once, lowest node first.
+std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& suspects, int nodes,
+                                                    const std::vector<Finding>& known = {}, int partners = 3);
 
 // The pairs in rounds in which every node takes part once at most: each
 // round is every node's partner (-1: idle), as engine/pairs.hpp's partners()
@@ -101,9 +104,11 @@ struct Confirmation {
 // rail's) against the first pass's healthy reference: a node slow again with most of its partners (two at
 // least, or its only one) is confirmed; slow with one of several, that link
 // is; slow with none, it is not confirmed. A suspect link is confirmed when
-// it is slow again. The messages say with whom and at what figures.
+// it is slow again; pairs with what `known` names do not count. The messages
+// say with whom and at what figures.
 Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& second_pass,
-                              const std::vector<std::string>& hosts, const OutlierThresholds& thresholds);
+                              const std::vector<std::string>& hosts, const OutlierThresholds& thresholds,
+                              const std::vector<Finding>& known = {});
 
 // The same finding, of the same kind, on the same nodes.
 bool same_finding(const Finding& a, const Finding& b);

@@ -48,6 +48,11 @@ class Comm {
   [[nodiscard]] int size() const;
 
   void barrier() const;
+  // A barrier whose early members wait asleep, polling every 100 us, where
+  // a plain one spins: on ranks that share cores, members that sit out a
+  // measurement then leave the cores to those measuring (idle ranks spinning
+  // in a collective slowed a pair measured apart to a sixth of its rate).
+  void quiet_barrier() const;
   void broadcast(std::span<std::byte> data, int root) const;
   // Element-wise reductions over all members; every member gets the result.
   void allreduce_sum(std::span<double> values) const;

@@ -31,6 +31,9 @@ class CommBackend {
 
   // Every collective below is entered by every member, with the same sizes.
   virtual void barrier() = 0;
+  // A barrier whose early members sleep between polls rather than spin: by
+  // default the plain one.
+  virtual void quiet_barrier() { barrier(); }
   // `data` of `root`, on every member.
   virtual void broadcast(std::span<std::byte> data, int root) = 0;
   // Element-wise over the members, in place: `values` holds elements of `type`.
