@@ -661,8 +661,10 @@ struct Suspicion {
   std::set<int> nodes;
   std::set<std::pair<int, int>> links;
   std::set<int> ends;
-  // Behind a suspect uplink: the others measure with their own side only.
-  std::optional<std::set<int>> far;
+  // The nodes behind each suspect or known uplink (node 0's side is never
+  // behind, so one cut is one set): the others measure with their own side
+  // of every one.
+  std::set<std::set<int>> uplinks;
 
   explicit Suspicion(const std::vector<Finding>& suspects, const std::vector<Finding>& known = {}) {
     add(suspects);
@@ -672,7 +674,7 @@ struct Suspicion {
   void add(const std::vector<Finding>& found) {
     for (const Finding& f : found) {
       if (f.kind == FindingKind::slow_uplink) {
-        far.emplace(f.nodes.begin(), f.nodes.end());
+        uplinks.insert(behind(f));
       } else if (f.kind == FindingKind::slow_link) {
         links.insert({std::min(f.nodes[0], f.nodes[1]), std::max(f.nodes[0], f.nodes[1])});
         ends.insert(f.nodes.begin(), f.nodes.end());
@@ -682,14 +684,21 @@ struct Suspicion {
     }
   }
 
+  static std::set<int> behind(const Finding& uplink) { return {uplink.nodes.begin(), uplink.nodes.end()}; }
+
   [[nodiscard]] bool may_pair(int a, int p) const {
     return p != a && !nodes.contains(p) && !links.contains({std::min(a, p), std::max(a, p)}) &&
-           (!far || far->contains(a) == far->contains(p));
+           std::all_of(uplinks.begin(), uplinks.end(),
+                       [&](const std::set<int>& u) { return u.contains(a) == u.contains(p); });
   }
 
-  // Pairs across a suspect uplink, neither end a suspect node.
-  [[nodiscard]] bool across(int a, int p) const {
-    return far && far->contains(a) != far->contains(p) && !nodes.contains(a) && !nodes.contains(p);
+  // Pairs across the uplink with `far` behind it, neither end a suspect
+  // node, and across no other uplink (whose slowness would be counted as
+  // this one's).
+  [[nodiscard]] bool across(const std::set<int>& far, int a, int p) const {
+    return far.contains(a) != far.contains(p) && !nodes.contains(a) && !nodes.contains(p) &&
+           std::all_of(uplinks.begin(), uplinks.end(),
+                       [&](const std::set<int>& u) { return u == far || u.contains(a) == u.contains(p); });
   }
 };
 
@@ -719,11 +728,12 @@ std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& 
   for (const Finding& f : suspects) {
     if (f.kind == FindingKind::slow_uplink) {
       // Up to `partners` pairs across, each node in one at most.
+      const std::set<int> far = Suspicion::behind(f);
       std::set<int> used;
       int added = 0;
       for (int a = 0; a < nodes && added < partners; ++a)
         for (int b = a + 1; b < nodes && added < partners && !used.contains(a); ++b)
-          if (!used.contains(b) && suspicion.across(a, b)) {
+          if (!used.contains(b) && suspicion.across(far, a, b)) {
             add(a, b);
             used.insert({a, b});
             ++added;
@@ -837,9 +847,10 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& se
     int measured = 0;
     if (f.kind == FindingKind::slow_uplink) {
       std::vector<std::string> again;
+      const std::set<int> far = Suspicion::behind(f);
       for (int a = 0; a < second.size; ++a)
         for (int b = a + 1; b < second.size; ++b) {
-          if (!suspicion.across(a, b)) continue;
+          if (!suspicion.across(far, a, b)) continue;
           const std::optional<bool> s = slow_again(f, second, a, b, t);
           if (!s) continue;
           ++measured;

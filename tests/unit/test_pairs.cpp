@@ -715,5 +715,47 @@ TEST(UplinkFindings, AnUplinkIsConfirmedByPairsAcrossMeasuredAgain) {
     }
 }
 
+// An uplink with `behind` on the far side, at a fiftieth of 1 GB/s.
+Finding suspect_uplink(const std::vector<int>& behind) {
+  Finding f = suspect_node(behind.front(), 1.0);
+  f.kind = FindingKind::slow_uplink;
+  f.nodes = behind;
+  f.message = "slow uplink";
+  return f;
+}
+
+// Three switches, {a, b}, {c, d} and {e, f}: the run has confirmed the
+// uplink of {e, f}, and the full matrix suspects the one of {c, d}. Only
+// pairs across {c, d}'s, and across no other, confirm it: the known
+// uplink's slow pairs once stood in for them.
+TEST(UplinkFindings, AKnownUplinkIsNotTakenForASuspectOne) {
+  const Finding known = suspect_uplink({4, 5});
+  const Finding suspect = suspect_uplink({2, 3});
+  const auto pairs = confirmation_pairs({suspect}, 6, {known});
+  EXPECT_EQ(pairs, (std::vector<std::pair<int, int>>{{0, 2}, {1, 3}}));
+  PairMatrix second = symmetric(6, 1.0);
+  for (const int a : {0, 1, 2, 3})
+    for (const int b : {4, 5}) set_pair(second, a, b, 0.02);
+  Confirmation c = confirm_suspects({suspect}, NodePairs{second, {}}, hosts, {}, {known});
+  EXPECT_TRUE(c.findings.empty());
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
+  EXPECT_EQ(c.unconfirmed[0].checks.size(), 4U);  // {a, b} with {c, d}
+  for (const Recheck& r : c.unconfirmed[0].checks) {
+    EXPECT_FALSE(r.slow);
+    EXPECT_LT(r.nodes[0], 2);
+  }
+  for (const int a : {0, 1})
+    for (const int b : {2, 3}) set_pair(second, a, b, 0.02);
+  c = confirm_suspects({suspect}, NodePairs{second, {}}, hosts, {}, {known});
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].nodes, (std::vector<int>{2, 3}));
+  // A suspect node measures with its own side of both.
+  const auto with_node = confirmation_pairs({suspect, suspect_node(0, 1.0)}, 6, {known});
+  for (const auto& [a, b] : with_node)
+    if (a == 0) {
+      EXPECT_EQ(b, 1);
+    }
+}
+
 }  // namespace
 }  // namespace fabricbench
