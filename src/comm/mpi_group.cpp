@@ -83,7 +83,7 @@ class MpiBackend final : public CommBackend {
     int done = 0;
     FB_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     while (done == 0) {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));  // why not less: Comm::quiet_barrier
       FB_MPI_CHECK(MPI_Test(&request, &done, MPI_STATUS_IGNORE));
     }
   }

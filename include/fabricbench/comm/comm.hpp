@@ -48,10 +48,14 @@ class Comm {
   [[nodiscard]] int size() const;
 
   void barrier() const;
-  // A barrier whose early members wait asleep, polling every 100 us, where
-  // a plain one spins: on ranks that share cores, members that sit out a
-  // measurement then leave the cores to those measuring (idle ranks spinning
-  // in a collective slowed a pair measured apart to a sixth of its rate).
+  // A barrier whose early members wait asleep, polling every millisecond,
+  // where a plain one spins: on ranks that share cores, members that sit out
+  // a measurement then leave the cores to those measuring (idle ranks
+  // spinning in a collective slowed a pair measured apart to a sixth of its
+  // rate). Not more often: on 8 ranks sharing 2 cores, waking every 100 us
+  // they preempted the pairs still measuring, and healthy links beside a
+  // throttled one measured at a twentieth of their rate (8 runs of 30; none
+  // of 30 at a millisecond).
   void quiet_barrier() const;
   void broadcast(std::span<std::byte> data, int root) const;
   // Element-wise reductions over all members; every member gets the result.
