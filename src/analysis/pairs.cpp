@@ -686,19 +686,21 @@ struct Suspicion {
 
   static std::set<int> behind(const Finding& uplink) { return {uplink.nodes.begin(), uplink.nodes.end()}; }
 
+  // Whether the uplink with `far` behind it lies between a and p.
+  static bool separates(const std::set<int>& far, int a, int p) { return far.contains(a) != far.contains(p); }
+
   [[nodiscard]] bool may_pair(int a, int p) const {
     return p != a && !nodes.contains(p) && !links.contains({std::min(a, p), std::max(a, p)}) &&
-           std::all_of(uplinks.begin(), uplinks.end(),
-                       [&](const std::set<int>& u) { return u.contains(a) == u.contains(p); });
+           std::none_of(uplinks.begin(), uplinks.end(), [&](const std::set<int>& u) { return separates(u, a, p); });
   }
 
   // Pairs across the uplink with `far` behind it, neither end a suspect
   // node, and across no other uplink (whose slowness would be counted as
   // this one's).
   [[nodiscard]] bool across(const std::set<int>& far, int a, int p) const {
-    return far.contains(a) != far.contains(p) && !nodes.contains(a) && !nodes.contains(p) &&
-           std::all_of(uplinks.begin(), uplinks.end(),
-                       [&](const std::set<int>& u) { return u == far || u.contains(a) == u.contains(p); });
+    return separates(far, a, p) && !nodes.contains(a) && !nodes.contains(p) &&
+           std::none_of(uplinks.begin(), uplinks.end(),
+                        [&](const std::set<int>& u) { return u != far && separates(u, a, p); });
   }
 };
 

@@ -51,21 +51,20 @@ FillTimes across_ranks(const Comm& world, double t) {
   return {-extremes[1], extremes[0]};
 }
 
-FillTimes fill_times(Transport& transport, const Comm& world, const OpSpec& spec, bool prepare_too = false) {
-  const SteadyClock::time_point start = SteadyClock::now();
-  if (prepare_too) transport.prepare(spec);
-  transport.fill(spec);
-  return across_ranks(world, std::chrono::duration<double>(SteadyClock::now() - start).count());
-}
-
-// The fastest and the slowest rank's time per fill of `spec`'s (prepared)
-// buffers, each rank filling them again until its fills took `least_s` or
-// `most_fills` were done. One short fill under a CPU quota either runs
-// inside a slice or waits out the rest of a period: timed alone, a rank held
-// to a tenth of a core (1 ms in 10) filled 1 MiB as fast as the others in
-// some runs and 10 times slower in others. Fills that add up to a period time
-// its average pace; a rank too slow for a second fill is timed by its first.
-FillTimes paced_fill_times(Transport& transport, const Comm& world, const OpSpec& spec) {
+// The fastest rank's time per fill of `spec`'s (prepared) buffers, and the
+// slowest rank's at its best pace of every step so far (`best_s_per_byte`,
+// this rank's, which this step updates), each rank filling them again until
+// its fills took `least_s` or `most_fills` were done. One short fill under a
+// CPU quota either runs inside a slice or waits out the rest of a period:
+// timed alone, a rank held to a tenth of a core (1 ms in 10) filled 1 MiB as
+// fast as the others in some runs and 10 times slower in others. Fills that
+// add up to a period or two time its pace, but a step's fills start right
+// after its making, which often spent the period's quota: one step's fills
+// of 6 MiB took such a rank 18.6 ms each, 6 times its pace, which cut the
+// fills per iteration to 4 (1.7 ms of work; with 9, 2.4 ms, it came late in
+// only 24 of 40 iterations). Its best step is one that started with a slice.
+// A rank too slow for a second fill is timed by its first.
+FillTimes paced_fill_times(Transport& transport, const Comm& world, const OpSpec& spec, double& best_s_per_byte) {
   constexpr double least_s = 20e-3;
   constexpr int most_fills = 64;
   const SteadyClock::time_point start = SteadyClock::now();
@@ -76,15 +75,36 @@ FillTimes paced_fill_times(Transport& transport, const Comm& world, const OpSpec
     ++fills;
     elapsed = std::chrono::duration<double>(SteadyClock::now() - start).count();
   }
-  return across_ranks(world, elapsed / fills);
+  const auto bytes = static_cast<double>(spec.counts.bytes);
+  best_s_per_byte = std::min(best_s_per_byte, elapsed / fills / bytes);
+  return {across_ranks(world, elapsed / fills).fastest_s, across_ranks(world, best_s_per_byte).slowest_s * bytes};
 }
 
-// Whole MiB, within the bounds, scaled so one fill takes about pace_work_s.
-std::size_t scaled_work(std::size_t bytes, double seconds) {
-  const double wanted =
-      seconds > 0 ? static_cast<double>(bytes) * pace_work_s / seconds : static_cast<double>(most_work_bytes);
-  const double whole = std::round(wanted / static_cast<double>(mib)) * static_cast<double>(mib);
-  return std::clamp(static_cast<std::size_t>(std::max(whole, 0.0)), least_work_bytes, most_work_bytes);
+// The buffers' next size, from one step's figures at `bytes` (`step_s`:
+// the slowest rank's making and timing of them): up to 4 times larger, in
+// whole MiB, to where the fastest rank's fill takes about pace_fill_s and no
+// more than 256 MiB, and only as large as the slowest rank's making and
+// timing (this step's, scaled) fits in half of `left_s` and its fill in
+// `longest_s`. `bytes` itself where its fill takes half of pace_fill_s or
+// more, or no larger size fits.
+std::size_t next_work_bytes(std::size_t bytes, const FillTimes& fill, double step_s, double left_s, double longest_s) {
+  if (fill.fastest_s >= 0.5 * pace_fill_s || bytes >= most_work_bytes) return bytes;
+  const double now_mib = static_cast<double>(bytes) / static_cast<double>(mib);
+  double mibs = fill.fastest_s > 0 ? now_mib * pace_fill_s / fill.fastest_s : 4 * now_mib;
+  mibs = std::min({mibs, 4 * now_mib, static_cast<double>(most_work_bytes) / static_cast<double>(mib)});
+  if (std::isfinite(left_s)) mibs = std::min(mibs, 0.5 * left_s / step_s * now_mib);
+  if (std::isfinite(longest_s) && fill.slowest_s > 0) mibs = std::min(mibs, longest_s / fill.slowest_s * now_mib);
+  return std::max(static_cast<std::size_t>(std::max(std::floor(mibs), 0.0)) * mib, bytes);
+}
+
+// Fills per iteration: about pace_work_s of the fastest rank's, at least
+// one, at most 1000, and no more than the slowest rank's fit in `longest_s`.
+int work_fills(const FillTimes& fill, double longest_s) {
+  constexpr double most_fills = 1000;
+  double fills = fill.fastest_s > 0 ? std::round(pace_work_s / fill.fastest_s) : 1.0;
+  fills = std::min(fills, most_fills);
+  if (std::isfinite(longest_s) && fill.slowest_s > 0) fills = std::min(fills, std::floor(longest_s / fill.slowest_s));
+  return static_cast<int>(std::max(fills, 1.0));
 }
 
 // This machine's kernel boot id ("" when unreadable) and the cores this rank may run on.
@@ -136,57 +156,47 @@ std::string shared_device(const std::vector<std::string>& devices) {
   return {};
 }
 
-std::size_t size_pace_work(Transport& transport, const Comm& world, double seconds) {
+PaceWork size_pace_work(Transport& transport, const Comm& world, double seconds) {
+  const Window window(seconds);
   const int n = world.size();
-  // Buffers made and filled at 1 MiB, a timed fill, then once more at the
-  // scaled size, as a small fill is bound by its launch. Larger buffers cost
-  // a slow rank as much per MiB to make and fill first as the first 1 MiB
-  // did: the size is held to what `seconds` pays for (a rank held to a
-  // tenth of a core spent 3.6 s making 72 MiB of buffers, more than the
-  // whole round's share, and the round was skipped).
-  OpSpec work = allreduce_of(least_work_bytes, n);
-  const FillTimes first = fill_times(transport, world, work, true);
-  const FillTimes warm = paced_fill_times(transport, world, work);
-  // The slowest rank's making cost: the fastest rank's, times how much
-  // slower the slowest fills, where that is less than its one cold make
-  // measured. Under a CPU quota one cold make of 1 MiB took 60-130 ms against
-  // the others' 8-12 ms, more than its pace explains (waits and fixed costs,
-  // not a cost per MiB); sized from such single timings the work fell to
-  // 2 MiB in 2 of 14 runs, inside one slice, and the rank came late in 23 of
-  // 40 iterations rather than 35-40.
-  double first_s = first.slowest_s;
-  if (warm.fastest_s > 0 && first.fastest_s > 0)
-    first_s = std::min(first_s, first.fastest_s * warm.slowest_s / warm.fastest_s);
-  std::size_t most = most_work_bytes;
-  if (world.rank() == 0 && std::isfinite(seconds) && first_s > 0) {
-    most = std::clamp(static_cast<std::size_t>(seconds / first_s) * mib, least_work_bytes, most_work_bytes);
-    // The slowest rank's iterations must fit too: pace_min_iterations of
-    // them twice over in what a round gets (about `seconds`). Sized for the
-    // fastest alone, a rank held to a tenth of a core under the sanitizers
-    // fitted fewer, the round was skipped, and the slower a rank, the less
-    // it was judged.
-    if (warm.slowest_s > 0)
-      most = std::min(most,
-                      std::max(static_cast<std::size_t>(seconds / (2.0 * pace_min_iterations) / warm.slowest_s) * mib,
-                               least_work_bytes));
+  // The slowest rank's iteration at most this long: the two rounds after it
+  // get about twice `seconds` between them, room for pace_min_iterations
+  // each with half again to spare. Sized for the fastest alone, a rank held
+  // to a tenth of a core under the sanitizers fitted fewer, the round was
+  // skipped, and the slower a rank, the less it was judged.
+  const double longest_s = seconds / (1.5 * pace_min_iterations);
+  // Steps from 1 MiB: the buffers made and filled once (the making), then
+  // their fill timed at pace on every rank, and the next size chosen from
+  // what the step cost (next_work_bytes). Sized from one make of 1 MiB
+  // instead, a rank held to a tenth of a core made 112 MiB in more than the
+  // whole share in some runs, and the round was skipped.
+  std::size_t bytes = least_work_bytes;
+  double best_s_per_byte = std::numeric_limits<double>::infinity();
+  for (;;) {
+    const OpSpec spec = allreduce_of(bytes, n);
+    const SteadyClock::time_point start = SteadyClock::now();
+    transport.prepare(spec);
+    transport.fill(spec);
+    const FillTimes fill = paced_fill_times(transport, world, spec, best_s_per_byte);
+    const double step_s =
+        across_ranks(world, std::chrono::duration<double>(SteadyClock::now() - start).count()).slowest_s;
+    PaceWork next{bytes, 1};
+    if (world.rank() == 0)
+      next = {next_work_bytes(bytes, fill, step_s, window.left_s(), longest_s), work_fills(fill, longest_s)};
+    next = world.broadcast_value(next, 0);
+    if (next.bytes == bytes) return next;
+    bytes = next.bytes;
   }
-  most = world.broadcast_value(most, 0);
-  std::size_t bytes = std::min(scaled_work(least_work_bytes, warm.fastest_s), most);
-  work = allreduce_of(bytes, n);
-  transport.prepare(work);
-  const double fill_s = fill_times(transport, world, work).fastest_s;
-  if (fill_s < 0.5 * pace_work_s && bytes < most) bytes = std::min(scaled_work(bytes, fill_s), most);
-  return bytes;
 }
 
-PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, std::size_t bytes,
+PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, const PaceWork& work,
                          double seconds) {
   const Window window(seconds);
   const int n = world.size();
   const bool lead = world.rank() == 0;
   PaceRound round;
-  const OpSpec work = allreduce_of(bytes, n);
-  transport.prepare(work);
+  const OpSpec spec = allreduce_of(work.bytes, n);
+  transport.prepare(spec);
   const OpSpec sync = allreduce_of(sizeof(float) * 2, n);
   transport.prepare(sync);
 
@@ -194,7 +204,8 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
   // the longest so far as its clock saw it, the wait for a slow rank
   // included, and every rank follows): a slow rank makes the round shorter,
   // never longer than its share.
-  round.work_bytes = bytes;
+  round.work_bytes = work.bytes;
+  round.work_fills = work.fills;
   std::vector<double> work_s;
   std::vector<double> inside_s;
   double longest = 0;
@@ -204,7 +215,7 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
     if (lead && std::isfinite(seconds)) go = window.left_s() > longest ? 1 : 0;
     if (world.broadcast_value(go, 0) == 0) break;
     const SteadyClock::time_point start = SteadyClock::now();
-    transport.fill(work);
+    for (int f = 0; f < work.fills; ++f) transport.fill(spec);
     work_s.push_back(std::chrono::duration<double>(SteadyClock::now() - start).count());
     inside_s.push_back(transport.time_batch(sync, 1, false).seconds);
     longest = std::max(longest, std::chrono::duration<double>(SteadyClock::now() - start).count());

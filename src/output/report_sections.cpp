@@ -62,8 +62,10 @@ void print_stragglers(const StragglersResult& stragglers, std::ostream& out) {
     out << "# pace round: did not fit in its share of the budget; who the collectives wait for is not known\n";
     return;
   }
-  out << fmt::format("# pace round ({} iterations of a {} fill and an all-reduce): {}\n", first->iterations,
-                     format_size(first->work_bytes),
+  const std::string work = first->work_fills == 1
+                               ? fmt::format("a {} fill", format_size(first->work_bytes))
+                               : fmt::format("{} fills of {}", first->work_fills, format_size(first->work_bytes));
+  out << fmt::format("# pace round ({} iterations of {} and an all-reduce): {}\n", first->iterations, work,
                      stragglers.found.empty() ? std::string("every rank kept pace")
                                               : fmt::format("{} slow rank(s) or node(s)", stragglers.found.size()));
   if (!stragglers.uneven.empty()) out << "#   " << stragglers.uneven << '\n';

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <array>
 #include <chrono>
 #include <filesystem>
 #include <memory>
@@ -72,16 +73,29 @@ class SlowLinkTransport final : public Transport {
   std::optional<std::string> unsupported(Op op, DType d, RedOp r) const override {
     return inner_->unsupported(op, d, r);
   }
-  // World rank `rank` fills its buffers at `bytes_per_s` (a slow rank's
-  // work); not passed on by split.
+  // World rank `rank` (every rank: -1) fills its buffers at `bytes_per_s`
+  // (a slow rank's work); not passed on by split.
   void slow_fill(int rank, double bytes_per_s) {
     fill_rank_ = rank;
     fill_bytes_per_s_ = bytes_per_s;
   }
-  void prepare(const OpSpec& s) override { inner_->prepare(s); }
+  // World rank `rank` makes larger buffers at `bytes_per_s`, the whole of
+  // them (a rank held to a tenth of a core made 72 MiB in 3.6 s); not
+  // passed on by split.
+  void slow_make(int rank, double bytes_per_s) {
+    make_rank_ = rank;
+    make_bytes_per_s_ = bytes_per_s;
+  }
+  void prepare(const OpSpec& s) override {
+    inner_->prepare(s);
+    if (rank() == make_rank_ && make_bytes_per_s_ > 0 && s.counts.bytes > made_) {
+      made_ = s.counts.bytes;
+      std::this_thread::sleep_for(std::chrono::duration<double>(static_cast<double>(made_) / make_bytes_per_s_));
+    }
+  }
   void fill(const OpSpec& s) override {
     inner_->fill(s);
-    if (rank() == fill_rank_ && fill_bytes_per_s_ > 0)
+    if ((fill_rank_ < 0 || rank() == fill_rank_) && fill_bytes_per_s_ > 0)
       std::this_thread::sleep_for(
           std::chrono::duration<double>(static_cast<double>(s.counts.bytes) / fill_bytes_per_s_));
   }
@@ -119,6 +133,9 @@ class SlowLinkTransport final : public Transport {
   std::shared_ptr<std::vector<std::size_t>> checked_;
   int fill_rank_ = -1;
   double fill_bytes_per_s_ = 0;
+  int make_rank_ = -1;
+  double make_bytes_per_s_ = 0;
+  std::size_t made_ = 0;
 };
 
 // The pair matrix over this host's ranks with rank 0's link at
@@ -424,13 +441,58 @@ TEST(MultinodeMpi, APaceRoundFitsItsFewestIterationsAtTheSlowestRanksRate) {
   transport.slow_fill(world.size() - 1, 20e6);
   const Layout layout = rank_per_node_layout(world);
   constexpr double share_s = 2.0;
-  const std::size_t work = size_pace_work(transport, world, share_s);
-  EXPECT_LE(work, std::size_t{2} << 20);
+  const PaceWork work = size_pace_work(transport, world, share_s);
+  EXPECT_LE(work.bytes, std::size_t{2} << 20);
+  EXPECT_EQ(work.fills, 1);  // the slowest rank's one fill is most of an iteration's share
   const PaceRound round = run_pace_round(transport, world, layout, work, share_s);
   EXPECT_GE(round.iterations, pace_min_iterations);
   ASSERT_EQ(round.ranks.size(), static_cast<std::size_t>(world.size()));
   const RankPace& slow = round.ranks.back();
   EXPECT_GT(slow.work_us, 5 * round.ranks.front().work_us);
+}
+
+// A rank that makes buffers slowly costs the sizing no more than its
+// share: the buffers grow in steps, each only where the slowest rank's
+// making of it (the last step's, scaled) fits in half of what is left.
+// Sized from one make of 1 MiB, the work grew to 112 MiB now and then, whose
+// making took a rank held to a tenth of a core the whole share, and the
+// round was skipped.
+TEST(MultinodeMpi, PaceWorkSizingKeepsToItsShareWhereARankMakesBuffersSlowly) {
+  const Comm world = Comm::world();
+  if (world.size() < 2) return;  // one rank: no other rank to be slower than
+  SlowLinkTransport transport(std::make_unique<MpiTransport>(world), 0);
+  transport.slow_make(world.size() - 1, 40e6);  // 1 MiB in 26 ms, 64 MiB in 1.7 s
+  const Layout layout = rank_per_node_layout(world);
+  constexpr double share_s = 1.0;
+  const SteadyClock::time_point start = SteadyClock::now();
+  const PaceWork work = size_pace_work(transport, world, share_s);
+  std::array<double, 1> spent{std::chrono::duration<double>(SteadyClock::now() - start).count()};
+  world.allreduce_max(std::span<double>(spent));
+  EXPECT_LE(spent[0], share_s);
+  EXPECT_LT(work.bytes, std::size_t{20} << 20);
+  const PaceRound round = run_pace_round(transport, world, layout, work, share_s);
+  EXPECT_GE(round.iterations, pace_min_iterations);
+}
+
+// Where the buffers stay small, an iteration's work is made up of several
+// fills, every one timed: a fill of 1 MiB at 1 GB/s on every rank (1 ms,
+// what pace_fill_s asks of the buffers) is done about 5 times, so the
+// iteration lasts longer than the slice a CPU quota gives at a time.
+TEST(MultinodeMpi, PaceWorkIsSeveralFillsWhereOneIsShort) {
+  const Comm world = Comm::world();
+  SlowLinkTransport transport(std::make_unique<MpiTransport>(world), 0);
+  constexpr double bytes_per_s = 1e9;
+  transport.slow_fill(-1, bytes_per_s);
+  const Layout layout = rank_per_node_layout(world);
+  const PaceWork work = size_pace_work(transport, world, unlimited_seconds);
+  EXPECT_EQ(work.bytes, std::size_t{1} << 20);
+  EXPECT_GE(work.fills, 2);
+  EXPECT_LE(work.fills, 5);
+  const PaceRound round = run_pace_round(transport, world, layout, work, unlimited_seconds);
+  ASSERT_EQ(round.iterations, pace_iterations);
+  EXPECT_EQ(round.work_fills, work.fills);
+  const double least_us = work.fills * static_cast<double>(work.bytes) / bytes_per_s * 1e6;
+  for (const RankPace& pace : round.ranks) EXPECT_GE(pace.work_us, least_us) << pace.rank;
 }
 
 // Every rank gets the same round: each iteration names at least one rank as
@@ -440,7 +502,7 @@ TEST(MultinodeMpi, PaceRoundCountsWhoArrivedLastOnEveryRank) {
   const Comm world = Comm::world();
   MpiTransport transport(world);
   const Layout layout = rank_per_node_layout(world);
-  const std::size_t work = size_pace_work(transport, world, unlimited_seconds);
+  const PaceWork work = size_pace_work(transport, world, unlimited_seconds);
   const PaceRound round = run_pace_round(transport, world, layout, work, unlimited_seconds);
   if (world.size() == 1) {
     // Alone, every iteration is its own: still counted, never judged.
@@ -449,6 +511,9 @@ TEST(MultinodeMpi, PaceRoundCountsWhoArrivedLastOnEveryRank) {
   ASSERT_EQ(round.iterations, pace_iterations);
   ASSERT_EQ(round.ranks.size(), static_cast<std::size_t>(world.size()));
   EXPECT_GE(round.work_bytes, std::size_t{1} << 20);
+  EXPECT_EQ(round.work_bytes, work.bytes);
+  EXPECT_EQ(round.work_fills, work.fills);
+  EXPECT_GE(round.work_fills, 1);
   int last = 0;
   for (int r = 0; r < world.size(); ++r) {
     const RankPace& pace = round.ranks[static_cast<std::size_t>(r)];

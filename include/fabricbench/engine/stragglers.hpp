@@ -23,10 +23,18 @@ namespace fabricbench {
 inline constexpr int pace_iterations = 40;
 inline constexpr int pace_min_iterations = 10;
 
-// The work of one iteration: a fill of the rank's buffers sized so the
-// fastest rank's fill takes about this long (on a GPU its memory, on the MPI
-// transport the host's), from 1 MiB to 256 MiB.
+// The work of one iteration: fills of the rank's buffers (on a GPU its
+// memory, on the MPI transport the host's), as many as take the fastest rank
+// about this long. Longer than the slice a CPU quota gives at a time, so a
+// rank held to one waits in every iteration: with one 0.75 ms fill, inside
+// the 1 ms slice of a rank held to a tenth of a core, it came late in only
+// 18 to 25 of 40 iterations.
 inline constexpr double pace_work_s = 5e-3;
+
+// The buffers grow, from 1 MiB to 256 MiB, until the fastest rank's one
+// fill takes half of this or more (out of the caches, past a GPU's launch
+// cost), as far as the time a slow rank takes to make them allows.
+inline constexpr double pace_fill_s = 1e-3;
 
 // An iteration counts as late for a rank that came this share of the
 // fastest rank's work (its median) or more after the first arrival.
@@ -48,18 +56,23 @@ std::vector<SharedCores> shared_cores(const Comm& world, const Layout& layout);
 // empty when every rank has a device of its own.
 std::string shared_device(const std::vector<std::string>& devices);
 
-// The work of the pace rounds, in bytes (the same for both rounds, whose
-// buffers it leaves made): scaled so the fastest rank's fill takes about
-// pace_work_s, and held to what `seconds` (rank 0's) pays for where a slow
-// rank makes and fills the buffers. Collective.
-std::size_t size_pace_work(Transport& transport, const Comm& world, double seconds);
+// The work of the pace rounds (the same for both, whose buffers it leaves
+// made): the buffers' size and the fills of them per iteration. Sized in
+// steps that spend at most `seconds` (rank 0's), a slow rank's making and
+// fills included, and held to what lets the slowest rank's iterations run
+// the fewest of them in the rounds after it. Collective.
+struct PaceWork {
+  std::size_t bytes = 0;
+  int fills = 1;
+};
+PaceWork size_pace_work(Transport& transport, const Comm& world, double seconds);
 
 // Runs one round on every rank of `world` (the transport's group) with
-// `work_bytes` of work (size_pace_work) within `seconds` (read on rank 0):
+// `work` (size_pace_work) within `seconds` (read on rank 0):
 // iterations while the next fits, up to pace_iterations. Returns the round
 // on every rank; `iterations` 0 when fewer than pace_min_iterations fitted
 // (nothing judged). `layout` gives each rank's node. Collective.
-PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, std::size_t work_bytes,
+PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, const PaceWork& work,
                          double seconds);
 
 }  // namespace fabricbench

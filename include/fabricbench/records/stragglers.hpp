@@ -24,12 +24,14 @@ struct RankPace {
   double lateness_us = 0;  // its median time after the first arrival
 };
 
-// One round: every rank does the same fixed work (a fill of `work_bytes` of
-// its buffers: GPU memory on NCCL, host memory on MPI), then joins a small
-// all-reduce, `iterations` times back to back (engine/stragglers.hpp).
+// One round: every rank does the same fixed work (`work_fills` fills of
+// `work_bytes` of its buffers: GPU memory on NCCL, host memory on MPI), then
+// joins a small all-reduce, `iterations` times back to back
+// (engine/stragglers.hpp).
 struct PaceRound {
   int iterations = 0;
   std::size_t work_bytes = 0;
+  int work_fills = 1;
   double seconds = 0;           // the round's wall time (rank 0)
   std::vector<RankPace> ranks;  // by world rank
 };
@@ -95,6 +97,7 @@ requires std::same_as<std::remove_const_t<Self>, PaceRound>
 void fields_of(Self& r, Field&& field) {
   field("iterations", r.iterations);
   field("work_bytes", r.work_bytes);
+  field("work_fills", r.work_fills);
   field("seconds", r.seconds);
   field("ranks", r.ranks);
 }
