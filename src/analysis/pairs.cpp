@@ -829,6 +829,25 @@ std::string rechecks_text(const std::vector<Recheck>& checks, int suspect, bool 
   return fmt::format("{}", fmt::join(parts, ", "));
 }
 
+// Sets a link suspect's checks from the second pass: the link itself first,
+// then each end with its other partners; whether the link is slow again,
+// nullopt where it was not measured again.
+std::optional<bool> recheck_link(Finding& f, const PairMatrix& second, const std::vector<std::string>& hosts,
+                                 const OutlierThresholds& t, const Suspicion& suspicion) {
+  const int a = f.nodes[0];
+  const int b = f.nodes[1];
+  f.checks.clear();
+  const std::optional<bool> again = slow_again(f, second, a, b, t);
+  if (again) f.checks.push_back(recheck_of(second, hosts, a, b, *again));
+  for (int end : {a, b})
+    for (int p = 0; p < second.size; ++p) {
+      if (p == a || p == b || !suspicion.may_pair(end, p)) continue;
+      if (const std::optional<bool> s = slow_again(f, second, end, p, t))
+        f.checks.push_back(recheck_of(second, hosts, end, p, *s));
+    }
+  return again;
+}
+
 }  // namespace
 
 Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& second_pass,
@@ -875,16 +894,7 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& se
       continue;
     }
     if (f.kind == FindingKind::slow_link) {
-      const int a = f.nodes[0];
-      const int b = f.nodes[1];
-      for (int end : {a, b})
-        for (int p = 0; p < second.size; ++p) {
-          if (p == a || p == b || !suspicion.may_pair(end, p)) continue;
-          if (const std::optional<bool> s = slow_again(f, second, end, p, t))
-            f.checks.push_back(recheck_of(second, hosts, end, p, *s));
-        }
-      const std::optional<bool> again = slow_again(f, second, a, b, t);
-      if (again) f.checks.insert(f.checks.begin(), recheck_of(second, hosts, a, b, *again));
+      const std::optional<bool> again = recheck_link(f, second, hosts, t, suspicion);
       f.confirmed = again.value_or(false);
       if (*f.confirmed) {
         f.message += fmt::format("; confirmed: slow again when measured apart ({})", figures_text(f.checks.front()));
@@ -913,18 +923,21 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& se
     } else if (slow == 1) {
       // Slow with one partner and not with the others: that link, not the node.
       const auto it = std::find_if(f.checks.begin(), f.checks.end(), [](const Recheck& r) { return r.slow; });
+      // It reads as a link confirmed on its own: the link's figures first,
+      // in the link's order, then each end's with its other partners.
       Finding link = f;
       link.kind = FindingKind::slow_link;
       link.nodes = {std::min(it->nodes[0], it->nodes[1]), std::max(it->nodes[0], it->nodes[1])};
       link.hosts = {host_of(hosts, link.nodes[0]), host_of(hosts, link.nodes[1])};
       if (it->bandwidth_gbs) link.value_gbs = *it->bandwidth_gbs;
       link.value_us = it->latency_us;
+      recheck_link(link, second, hosts, t, suspicion);
       link.confirmed = true;
       link.message = fmt::format(
-          "slow link {} <-> {}{}: {}{} was slow with most partners at first, and again with {} "
-          "only; fast again with {}",
+          "slow link {} <-> {}{}: {}{} was slow with most partners at first; confirmed: slow again when "
+          "measured apart ({}), while {} was fast again with {}",
           link.hosts[0], link.hosts[1], on_rail, f.kind == FindingKind::slow_nic ? "the NIC of " : "",
-          host_of(hosts, node), recheck_text(*it, node), rechecks_text(f.checks, node, false));
+          host_of(hosts, node), figures_text(*it), host_of(hosts, node), rechecks_text(f.checks, node, false));
       out.findings.push_back(std::move(link));
     } else {
       f.confirmed = false;

@@ -431,7 +431,24 @@ TEST(Confirmation, SlowWithOnePartnerOfSeveralIsThatLink) {
   EXPECT_EQ(c.findings[0].kind, FindingKind::slow_link);
   EXPECT_EQ(c.findings[0].nodes, (std::vector<int>{0, 4}));
   EXPECT_EQ(c.findings[0].hosts, (std::vector<std::string>{"a", "e"}));
+  EXPECT_TRUE(c.findings[0].confirmed.value());
   EXPECT_TRUE(c.unconfirmed.empty());
+  // It reads as a link confirmed on its own: the link's figures first, in
+  // the link's order (not the suspect node's), then node 4's other partners.
+  const std::vector<Recheck>& checks = c.findings[0].checks;
+  ASSERT_EQ(checks.size(), 3U);
+  EXPECT_EQ(checks[0].nodes, (std::vector<int>{0, 4}));
+  EXPECT_EQ(checks[0].hosts, (std::vector<std::string>{"a", "e"}));
+  EXPECT_TRUE(checks[0].slow);
+  for (std::size_t i = 1; i < checks.size(); ++i) {
+    EXPECT_EQ(checks[i].nodes[0], 4);
+    EXPECT_FALSE(checks[i].slow);
+  }
+  EXPECT_NE(c.findings[0].message.find("slow link a <-> e: "), std::string::npos) << c.findings[0].message;
+  EXPECT_NE(c.findings[0].message.find("confirmed: slow again when measured apart (0.010 GB/s"), std::string::npos)
+      << c.findings[0].message;
+  EXPECT_NE(c.findings[0].message.find("e was fast again with b (1.000 GB/s"), std::string::npos)
+      << c.findings[0].message;
 }
 
 // A node the run has already confirmed slow (the health pass's) is no
