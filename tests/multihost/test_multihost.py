@@ -402,7 +402,8 @@ class MultiHost(TestBedCase):
             self.assertIn(text, proc.stdout)
         self.assertTrue(doc["status"]["complete"])
         self.assertTrue(doc["status"]["data_ok"])
-        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node1"])])
+        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node1"])],
+                         doc["findings"])
         points = doc["scaling"]["projection"]["points"]
         self.assertEqual([p["nodes"] for p in points], [1, 2, 4])
         self.assertEqual([p["gpus"] for p in points], [2, 4, 8])
@@ -449,7 +450,8 @@ class MultiHost(TestBedCase):
         self.assertEqual([(f["kind"], f["hosts"]) for f in health["findings"]], [("slow_node", ["node2"])],
                          proc.stdout)
         self.assertLess(health["seconds"], 20)
-        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node2"])])
+        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node2"])],
+                         doc["findings"])
         first = proc.stdout.find("slow node node2")
         self.assertGreaterEqual(first, 0, proc.stdout)
         self.assertLess(first, proc.stdout.find("# allreduce on 8 ranks"), "named before the sweep")
@@ -591,7 +593,8 @@ class MultiHost(TestBedCase):
         self.assertEqual(len(doc["pairs"]["rounds"]), 2)
         links = {(l["from"], l["to"]) for l in doc["pairs"]["links"]}
         self.assertEqual(len(links), 8)  # 2 rounds x 2 pairs x both directions
-        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node3"])])
+        self.assertEqual([(f["kind"], f["hosts"]) for f in doc["findings"]], [("slow_node", ["node3"])],
+                         doc["findings"])
     def test_pipeline_projection_takes_the_slowest_stage_link(self):
         # pp 2 on 4 hosts: stages {node0, node1} and {node2, node3}, links
         # node0 -> node2 and node1 -> node3; node2 throttled makes the first
