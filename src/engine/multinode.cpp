@@ -200,6 +200,11 @@ struct SizeKey {
   int keys = 1;
 };
 
+// Which parts of a round of pair exchanges run: the large message's
+// (bandwidth) and the small one's (latency), each in half the share, or one
+// of them in all of it.
+enum class Halves { both, bandwidth, latency };
+
 // What one round of pair exchanges cut to keep within its share.
 struct RoundCuts {
   int fewer = 0;    // measurements with fewer iterations (or none)
@@ -213,27 +218,30 @@ struct RoundCuts {
 // Returns what the budget cut (on every rank).
 template <typename Record>
 RoundCuts exchange_round(const RunConfig& config, Transport& transport, const Comm& world, int color, int key,
-                         const Record& record, std::uint64_t& wrong_total, double share_s, bool latency_too = true,
+                         const Record& record, std::uint64_t& wrong_total, double share_s, Halves halves = Halves::both,
                          SizeKey size_key = {}) {
   const Comm group = world.split(color, key);
   const std::unique_ptr<Transport> sub = transport.split(group, color, key);
   RoundCuts cuts;
+  // The small message at a fixed count of at least latency_iterations,
+  // whatever the precision: stopped as soon as its mean is steady, it ran
+  // 10-20 iterations, and one wait for a core in each made a healthy link's
+  // fastest 35 us beside 6 us ones.
   RunConfig small = config;
-  if (small.iterations.fixed_iters > 0)
-    small.iterations.fixed_iters = std::max(small.iterations.fixed_iters, latency_iterations);
+  small.iterations.fixed_iters = std::max(small.iterations.fixed_iters, latency_iterations);
+  const double part_s = halves == Halves::both ? share_s / 2 : share_s;
   for (const bool bandwidth : {true, false}) {
-    if (!bandwidth && !latency_too) continue;
+    if (halves == (bandwidth ? Halves::latency : Halves::bandwidth)) continue;
     const std::size_t bytes = bandwidth ? config.pairs.bytes : config.pairs.small_bytes;
     const Counts full = counts_for(Op::sendrecv, fabric_dtype, bytes, 2);
     Measurement m;
     const Window exchange;
     PairMessage message{full};
     if (bandwidth)
-      message =
-          message_within(sub.get(), group, world, sub ? size_key.key : -1, size_key.keys, full, share_s / 2, exchange);
+      message = message_within(sub.get(), group, world, sub ? size_key.key : -1, size_key.keys, full, part_s, exchange);
     if (sub && !message.probe_only) {
       m = measure_fabric_op(bandwidth ? config : small, *sub, group, Op::sendrecv, message.counts,
-                            share_s / 2 - exchange.elapsed_s());
+                            part_s - exchange.elapsed_s());
     }
     // Where the measurement could not fit (or did not even start), the
     // probe's exchanges are the pair's figure: measured, with a smaller
@@ -279,8 +287,9 @@ RailFigure rail_figure(const Layout& layout, int a, int b, int l, const RoundFig
 // The node pair a-b's figure from its rails': bandwidth (GB/s) the sum over
 // rails of the bytes one direction moved over the rail's exchange time,
 // latency (us) the rails' mean exchange time; 0 where a rail was not measured
-// (cut by the budget: not measured, not zero). Each measured rail's own
-// figure goes into `rails` where given.
+// (cut by the budget, or measured on its own: not measured, not zero). Each
+// measured rail's own figure goes into `rails` where given: a latency there
+// the fastest of the rail's exchanges so far.
 double pair_figure(const Layout& layout, int rpn, int a, int b, const RoundFigures& figures, bool bandwidth,
                    std::vector<PairMatrix>* rails) {
   double sum = 0;
@@ -294,7 +303,10 @@ double pair_figure(const Layout& layout, int rpn, int a, int b, const RoundFigur
     sum += bandwidth ? value : value / rpn;
     if (rails != nullptr) {
       PairMatrix& m = (*rails)[static_cast<std::size_t>(l)];
-      (bandwidth ? m.bw(a, b) : m.lat(a, b)) = value;
+      if (bandwidth)
+        m.bw(a, b) = value;
+      else
+        m.lat(a, b) = std::min(m.lat(a, b).value_or(value), value);
     }
   }
   return measured ? sum : 0;
@@ -315,23 +327,30 @@ std::optional<std::size_t> smaller_message(const Layout& layout, int rpn, int a,
   return least < full ? std::optional<std::size_t>(least) : std::nullopt;
 }
 
+// Whether a pass over node pairs keeps each rail's matrix: with several
+// ranks a node, up to 724 nodes of 8 rails (beyond, the nodes' matrix
+// alone). The same on every rank.
+bool keeps_rails(int nodes, int rpn) {
+  const auto cells = static_cast<std::size_t>(nodes) * static_cast<std::size_t>(nodes) * static_cast<std::size_t>(rpn);
+  return rpn > 1 && cells <= max_matrix_cells;
+}
+
 // One round of node pairs (`pairing`: each node's partner, -1 idle), every
-// rail at once; the pairs' figures into `pairs` on world rank 0: the node
-// pair's bandwidth is the sum over rails of the bytes one direction moved
-// over the rail's exchange time, its latency the rails' mean; each rail's
-// own figures into its matrix where there are several. Returns what the
-// budget cut.
+// rail at once, or only `rail`'s ranks where it is one; the pairs' figures
+// into `pairs` on world rank 0: the node pair's bandwidth is the sum over
+// rails of the bytes one direction moved over the rail's exchange time, its
+// latency the rails' mean (the fastest so far); each rail's own figures into
+// its matrix where there are several. Returns what the budget cut.
 RoundCuts node_round(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-                     const std::vector<int>& pairing, NodePairs& pairs, std::uint64_t& wrong, double share_s) {
+                     const std::vector<int>& pairing, NodePairs& pairs, std::uint64_t& wrong, double share_s,
+                     Halves halves = Halves::both, int rail = -1) {
   const int n = layout.nodes;
   const int rpn = uniform_ranks_per_node(layout);
   const int partner = pairing[static_cast<std::size_t>(layout.node)];
-  const int color = partner < 0 ? -1 : layout.local_rank * n + std::min(layout.node, partner);
+  const bool in = partner >= 0 && (rail < 0 || layout.local_rank == rail);
+  const int color = !in ? -1 : layout.local_rank * n + std::min(layout.node, partner);
   const int key = partner < 0 ? 0 : (layout.node < partner ? 0 : 1);
-  // Each rail's matrix where a result may hold them all (up to 724 nodes of
-  // 8 rails): beyond, the nodes' matrix alone.
-  const auto cells = static_cast<std::size_t>(n) * static_cast<std::size_t>(n) * static_cast<std::size_t>(rpn);
-  if (world.rank() == 0 && rpn > 1 && pairs.rails.empty() && cells <= max_matrix_cells)
+  if (world.rank() == 0 && pairs.rails.empty() && keeps_rails(n, rpn))
     pairs.rails.assign(static_cast<std::size_t>(rpn), PairMatrix(n));
   const bool by_rail = !pairs.rails.empty();
   return exchange_round(
@@ -343,14 +362,31 @@ RoundCuts node_round(const RunConfig& config, Transport& transport, const Comm& 
           const double value = pair_figure(layout, rpn, a, b, figures, bandwidth, by_rail ? &pairs.rails : nullptr);
           if (!(value > 0)) continue;
           if (!bandwidth) {
-            pairs.nodes.lat(a, b) = value;
+            pairs.nodes.lat(a, b) = std::min(pairs.nodes.lat(a, b).value_or(value), value);
             continue;
           }
           pairs.nodes.bw(a, b) = value;
           pairs.nodes.smaller(a, b) = smaller_message(layout, rpn, a, b, figures, full);
         }
       },
-      wrong, share_s, true, SizeKey{partner < 0 ? -1 : std::min(layout.node, partner), n});
+      wrong, share_s, halves, SizeKey{!in ? -1 : std::min(layout.node, partner), n});
+}
+
+// Each node pair's latency, where every rail of it was measured: the mean
+// of its rails' fastest.
+void latency_from_rails(NodePairs& pairs) {
+  if (pairs.rails.empty()) return;
+  const int n = pairs.nodes.size;
+  for (int a = 0; a < n; ++a)
+    for (int b = 0; b < n; ++b) {
+      double sum = 0;
+      bool all = true;
+      for (const PairMatrix& rail : pairs.rails) {
+        all = all && rail.lat(a, b).has_value();
+        sum += rail.lat(a, b).value_or(0.0);
+      }
+      if (all) pairs.nodes.lat(a, b) = sum / static_cast<double>(pairs.rails.size());
+    }
 }
 
 }  // namespace
@@ -594,7 +630,7 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
             }
           }
         },
-        result.wrong, share, true, SizeKey{color, n * rpn});
+        result.wrong, share, Halves::both, SizeKey{color, n * rpn});
     cut(what, cuts, false);
     if (cuts.smaller > 0)
       for (int node = 0; node < n; ++node) {
@@ -608,15 +644,43 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
 }
 
 NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-                          const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong, double seconds) {
+                          const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong, double seconds,
+                          int latency_bursts) {
   NodePairs matrix{PairMatrix(layout.nodes), {}};
   const Window checks(seconds);
+  const bool finite = std::isfinite(seconds);
+  // The small message's bursts beyond the rounds' own, each rail on its own
+  // where the rails are kept (so that where ranks share cores a rail's pair
+  // does not wait on the other rails' polling), half before the rounds and
+  // half after, so that they spread over the pass; a fifth of the pass is
+  // held for them.
+  const int extra = std::max(latency_bursts, 1) - 1;
+  const int before = extra / 2;
+  const int rails = keeps_rails(layout.nodes, uniform_ranks_per_node(layout)) ? uniform_ranks_per_node(layout) : 1;
+  const double held_s = finite && extra > 0 ? seconds / 5 : 0.0;
+  const auto bursts = [&](int count, double within_s) {
+    const Window window(within_s);
+    int left = count * static_cast<int>(rounds.size()) * rails;
+    for (int k = 0; k < count; ++k)
+      for (const std::vector<int>& pairing : rounds)
+        for (int l = 0; l < rails; ++l) {
+          const double share = next_share(world, window, left--, 0);
+          if (share < 0) return;
+          (void)node_round(config, transport, world, layout, pairing, matrix, wrong, share, Halves::latency,
+                           rails > 1 ? l : -1);
+        }
+  };
+  bursts(before, finite ? held_s * before / std::max(extra, 1) : seconds);
+  const double after_s = held_s - held_s * before / std::max(extra, 1);
+  const Window full(finite ? checks.left_s() - after_s : seconds);
   auto left = static_cast<int>(rounds.size());
   for (const std::vector<int>& pairing : rounds) {
-    const double share = next_share(world, checks, left--, 0);
+    const double share = next_share(world, full, left--, 0);
     if (share < 0) break;
     (void)node_round(config, transport, world, layout, pairing, matrix, wrong, share);
   }
+  bursts(extra - before, finite ? checks.left_s() : seconds);
+  latency_from_rails(matrix);
   return matrix;
 }
 
@@ -672,7 +736,7 @@ BisectionResult run_bisection(const RunConfig& config, Transport& transport, con
         [&](bool, std::size_t, const RoundFigures& figures) {
           for (BisectionPair& p : h.pairs) p.loaded_gbs = pair_gbs(layout, rpn, p.a, p.b, figures);
         },
-        result.wrong, unlimited_seconds, false);
+        result.wrong, unlimited_seconds, Halves::bandwidth);
     // Then the first pairs alone, one after the other.
     const int alone = std::min<int>(static_cast<int>(h.pairs.size()), bisection_alone_pairs);
     for (int p = 0; p < alone; ++p) {
@@ -682,7 +746,7 @@ BisectionResult run_bisection(const RunConfig& config, Transport& transport, con
             BisectionPair& pair = h.pairs[static_cast<std::size_t>(p)];
             pair.isolated_gbs = pair_gbs(layout, rpn, pair.a, pair.b, figures);
           },
-          result.wrong, unlimited_seconds, false);
+          result.wrong, unlimited_seconds, Halves::bandwidth);
     }
     result.halvings.push_back(std::move(h));
   }

@@ -57,22 +57,45 @@ TEST(MultinodeMpi, PairMatrixWithinOneNodeCoversEveryLocalPair) {
   }
 }
 
-// The MPI transport with every send/recv (or `op`) of this rank as slow as
-// a link of `bytes_per_s` one way, whoever the partner: each exchange,
-// checked or timed, takes its bytes over that rate more. Its
-// sub-transports are as slow. `checked` (where given) gets the message of
-// every checked run of `op`, sub-transports' included.
-class SlowLinkTransport final : public Transport {
+// A transport that passes every call on to `inner`: the base of those
+// that change some of them.
+class ForwardingTransport : public Transport {
  public:
-  SlowLinkTransport(std::unique_ptr<Transport> inner, double bytes_per_s, Op op = Op::sendrecv,
-                    std::shared_ptr<std::vector<std::size_t>> checked = nullptr)
-      : inner_(std::move(inner)), bytes_per_s_(bytes_per_s), op_(op), checked_(std::move(checked)) {}
+  explicit ForwardingTransport(std::unique_ptr<Transport> inner) : inner_(std::move(inner)) {}
   std::string_view name() const override { return inner_->name(); }
   int rank() const override { return inner_->rank(); }
   int size() const override { return inner_->size(); }
   std::optional<std::string> unsupported(Op op, DType d, RedOp r) const override {
     return inner_->unsupported(op, d, r);
   }
+  void prepare(const OpSpec& s) override { inner_->prepare(s); }
+  void fill(const OpSpec& s) override { inner_->fill(s); }
+  void run_once(const OpSpec& s) override { inner_->run_once(s); }
+  std::uint64_t verify(const OpSpec& s) override { return inner_->verify(s); }
+  void barrier() override { inner_->barrier(); }
+  AlgorithmChoice capture_choice(const OpSpec& s) override { return inner_->capture_choice(s); }
+  double time_p2p(const P2PSpec& s, int iters) override { return inner_->time_p2p(s, iters); }
+  BatchTiming time_batch(const OpSpec& s, int iters, bool per_iteration) override {
+    return inner_->time_batch(s, iters, per_iteration);
+  }
+
+ protected:
+  Transport& inner() { return *inner_; }
+
+ private:
+  std::unique_ptr<Transport> inner_;
+};
+
+// The MPI transport with every send/recv (or `op`) of this rank as slow as
+// a link of `bytes_per_s` one way, whoever the partner: each exchange,
+// checked or timed, takes its bytes over that rate more. Its
+// sub-transports are as slow. `checked` (where given) gets the message of
+// every checked run of `op`, sub-transports' included.
+class SlowLinkTransport final : public ForwardingTransport {
+ public:
+  SlowLinkTransport(std::unique_ptr<Transport> inner, double bytes_per_s, Op op = Op::sendrecv,
+                    std::shared_ptr<std::vector<std::size_t>> checked = nullptr)
+      : ForwardingTransport(std::move(inner)), bytes_per_s_(bytes_per_s), op_(op), checked_(std::move(checked)) {}
   // World rank `rank` (every rank: -1) fills its buffers at `bytes_per_s`
   // (a slow rank's work); not passed on by split.
   void slow_fill(int rank, double bytes_per_s) {
@@ -87,33 +110,29 @@ class SlowLinkTransport final : public Transport {
     make_bytes_per_s_ = bytes_per_s;
   }
   void prepare(const OpSpec& s) override {
-    inner_->prepare(s);
+    inner().prepare(s);
     if (rank() == make_rank_ && make_bytes_per_s_ > 0 && s.counts.bytes > made_) {
       made_ = s.counts.bytes;
       std::this_thread::sleep_for(std::chrono::duration<double>(static_cast<double>(made_) / make_bytes_per_s_));
     }
   }
   void fill(const OpSpec& s) override {
-    inner_->fill(s);
+    inner().fill(s);
     if ((fill_rank_ < 0 || rank() == fill_rank_) && fill_bytes_per_s_ > 0)
       std::this_thread::sleep_for(
           std::chrono::duration<double>(static_cast<double>(s.counts.bytes) / fill_bytes_per_s_));
   }
   void run_once(const OpSpec& s) override {
-    inner_->run_once(s);
+    inner().run_once(s);
     if (checked_ && s.op == op_) checked_->push_back(s.counts.bytes);
     (void)hold(s, 1);
   }
-  std::uint64_t verify(const OpSpec& s) override { return inner_->verify(s); }
-  void barrier() override { inner_->barrier(); }
-  AlgorithmChoice capture_choice(const OpSpec& s) override { return inner_->capture_choice(s); }
-  double time_p2p(const P2PSpec& s, int iters) override { return inner_->time_p2p(s, iters); }
   std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override {
-    std::unique_ptr<Transport> inner = inner_->split(sub, color, key);
-    return inner ? std::make_unique<SlowLinkTransport>(std::move(inner), bytes_per_s_, op_, checked_) : nullptr;
+    std::unique_ptr<Transport> part = inner().split(sub, color, key);
+    return part ? std::make_unique<SlowLinkTransport>(std::move(part), bytes_per_s_, op_, checked_) : nullptr;
   }
   BatchTiming time_batch(const OpSpec& s, int iters, bool per_iteration) override {
-    BatchTiming t = inner_->time_batch(s, iters, per_iteration);
+    BatchTiming t = inner().time_batch(s, iters, per_iteration);
     const double extra = hold(s, iters);
     t.seconds += extra;
     for (double& each : t.per_iteration) each += extra / iters;
@@ -127,7 +146,6 @@ class SlowLinkTransport final : public Transport {
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     return seconds;
   }
-  std::unique_ptr<Transport> inner_;
   double bytes_per_s_;
   Op op_;
   std::shared_ptr<std::vector<std::size_t>> checked_;
@@ -606,6 +624,83 @@ TEST(MultinodeMpi, BisectionPairsEveryNodeOfEachHalvingAndMeasuresTheFirstPairsA
   }
   ASSERT_TRUE(b.oversubscription);
   EXPECT_EQ(b.blocking, *b.oversubscription > b.limit);
+}
+
+// The MPI transport with its small exchanges (8 bytes) slowed by `hold_s`
+// an iteration in the first `noisy` measurements of them (all, where
+// negative), its sub-transports' counted with its own: a rank that waited
+// for a core through one burst, or (all) a link that adds a delay.
+class NoisyLatencyTransport final : public ForwardingTransport {
+ public:
+  NoisyLatencyTransport(std::unique_ptr<Transport> inner, double hold_s, int noisy,
+                        std::shared_ptr<int> seen = std::make_shared<int>(0))
+      : ForwardingTransport(std::move(inner)), hold_s_(hold_s), noisy_(noisy), seen_(std::move(seen)) {}
+  void prepare(const OpSpec& s) override {
+    inner().prepare(s);
+    if (small(s)) ++*seen_;
+  }
+  std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override {
+    std::unique_ptr<Transport> part = inner().split(sub, color, key);
+    return part ? std::make_unique<NoisyLatencyTransport>(std::move(part), hold_s_, noisy_, seen_) : nullptr;
+  }
+  BatchTiming time_batch(const OpSpec& s, int iters, bool per_iteration) override {
+    BatchTiming t = inner().time_batch(s, iters, per_iteration);
+    if (!small(s) || (noisy_ >= 0 && *seen_ > noisy_)) return t;
+    std::this_thread::sleep_for(std::chrono::duration<double>(hold_s_ * iters));
+    t.seconds += hold_s_ * iters;
+    for (double& each : t.per_iteration) each += hold_s_;
+    return t;
+  }
+
+ private:
+  static bool small(const OpSpec& s) { return s.op == Op::sendrecv && s.counts.bytes <= 8; }
+  double hold_s_;
+  int noisy_;
+  std::shared_ptr<int> seen_;
+};
+
+// Two nodes of two ranks each ("h0", "h1") from four ranks of one machine.
+Layout two_nodes_of_two(const Comm& world) {
+  return layout_from(world.rank(), {"h0", "h0", "h1", "h1"}, {0, 0, 2, 2}, {0, 1, 0, 1});
+}
+
+// The second pass over h0 <-> h1 with rank 0 (h0's rail 0) as `noisy` and
+// `hold_s` say (NoisyLatencyTransport), in `bursts` bursts of the small
+// message; rank 0's figures.
+NodePairs checks_with_noise(const Comm& world, double hold_s, int noisy, int bursts) {
+  NoisyLatencyTransport transport(std::make_unique<MpiTransport>(world), world.rank() == 0 ? hold_s : 0.0, noisy);
+  std::uint64_t wrong = 0;
+  const NodePairs checks =
+      run_pair_checks(small_config(), transport, world, two_nodes_of_two(world), {{1, 0}}, wrong, 60.0, bursts);
+  EXPECT_EQ(wrong, 0U);
+  return checks;
+}
+
+// A latency suspect is measured again in bursts, each rail on its own, its
+// latency the fastest: a rank held off its core for one burst (5 ms an
+// exchange, the only burst of one pass) is seen at its healthy figure in
+// three, while a link that is slow in every burst (a delay) stays slow.
+TEST(MultinodeMpi, ALatencyCheckInBurstsSeesPastOneHeldBurstAndNotPastADelay) {
+  const Comm world = Comm::world();
+  if (world.size() != 4) GTEST_SKIP() << "two nodes of two ranks";
+  constexpr double hold_s = 5e-3;
+  const NodePairs once = checks_with_noise(world, hold_s, 1, 1);
+  const NodePairs bursts = checks_with_noise(world, hold_s, 1, 3);
+  const NodePairs delayed = checks_with_noise(world, hold_s, -1, 3);
+  if (world.rank() != 0) return;
+  for (const NodePairs* pairs : {&once, &bursts, &delayed}) {
+    ASSERT_EQ(pairs->rails.size(), 2U);
+    ASSERT_TRUE(pairs->nodes.lat(0, 1));
+    ASSERT_TRUE(pairs->nodes.bw(0, 1));
+    ASSERT_TRUE(pairs->rails[0].lat(0, 1));
+    ASSERT_TRUE(pairs->rails[1].lat(0, 1));
+    // The node pair's latency is the mean of its rails' fastest.
+    EXPECT_DOUBLE_EQ(*pairs->nodes.lat(0, 1), (*pairs->rails[0].lat(0, 1) + *pairs->rails[1].lat(0, 1)) / 2);
+    EXPECT_LT(*pairs->rails[1].lat(0, 1), hold_s * 1e6);  // the rail with no noise
+  }
+  EXPECT_GE(*once.rails[0].lat(0, 1), hold_s * 1e6);
+  EXPECT_LT(*bursts.rails[0].lat(0, 1), hold_s * 1e6);
+  EXPECT_GE(*delayed.rails[0].lat(0, 1), hold_s * 1e6);
 }
 
 // The folder every rank writes into: rank 0's scratch folder, named to all.

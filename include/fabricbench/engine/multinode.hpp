@@ -98,9 +98,13 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
 // each round an even part of what is left, a slow link's bandwidth with a
 // smaller message where the full one would not fit it). The matrices of
 // what they measured (the nodes', each rail's) are complete on world rank 0.
+// With `latency_bursts` above one, each pair's small message runs that many
+// times in all, spread over the pass (before the rounds and after them) and
+// each rail on its own, and its latency is the fastest: a wait for a core
+// slows one burst, a slow link every one.
 NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
                           const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong,
-                          double seconds = unlimited_seconds);
+                          double seconds = unlimited_seconds, int latency_bursts = 1);
 
 // World rank 0's rounds on every rank.
 std::vector<std::vector<int>> broadcast_rounds(const Comm& world, const std::vector<std::vector<int>>& rounds,
