@@ -189,6 +189,22 @@ PaceWork size_pace_work(Transport& transport, const Comm& world, double seconds)
   }
 }
 
+double clock_shift(std::vector<double> shifts, double tolerance_s) {
+  if (shifts.empty()) return 0;
+  std::sort(shifts.begin(), shifts.end());
+  std::size_t best = 0;
+  std::size_t best_count = 0;
+  for (std::size_t i = 0, j = 0; i < shifts.size(); ++i) {
+    j = std::max(j, i);
+    while (j < shifts.size() && shifts[j] - shifts[i] <= tolerance_s) ++j;
+    if (j - i > best_count) {
+      best = i;
+      best_count = j - i;
+    }
+  }
+  return shifts[best + best_count / 2];
+}
+
 PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& layout, const PaceWork& work,
                          double seconds) {
   const Window window(seconds);
@@ -207,18 +223,25 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
   round.work_bytes = work.bytes;
   round.work_fills = work.fills;
   std::vector<double> work_s;
-  std::vector<double> inside_s;
+  std::vector<double> enter_s;  // this rank's clock, from the round's start
+  std::vector<double> leave_s;
   double longest = 0;
   transport.barrier();
+  const SteadyClock::time_point zero = SteadyClock::now();
+  const auto since = [](SteadyClock::time_point from) {
+    return std::chrono::duration<double>(SteadyClock::now() - from).count();
+  };
   for (int i = 0; i < pace_iterations; ++i) {
     int go = 1;
     if (lead && std::isfinite(seconds)) go = window.left_s() > longest ? 1 : 0;
     if (world.broadcast_value(go, 0) == 0) break;
     const SteadyClock::time_point start = SteadyClock::now();
     for (int f = 0; f < work.fills; ++f) transport.fill(spec);
-    work_s.push_back(std::chrono::duration<double>(SteadyClock::now() - start).count());
-    inside_s.push_back(transport.time_batch(sync, 1, false).seconds);
-    longest = std::max(longest, std::chrono::duration<double>(SteadyClock::now() - start).count());
+    work_s.push_back(since(start));
+    enter_s.push_back(since(zero));
+    (void)transport.time_batch(sync, 1, false);
+    leave_s.push_back(since(zero));
+    longest = std::max(longest, since(start));
   }
   const auto iterations = static_cast<int>(work_s.size());
   if (iterations < pace_min_iterations) {
@@ -226,20 +249,38 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
     return round;
   }
 
-  // One reduction of maxima: each iteration's longest time inside and its
-  // shortest (negated), and each rank's upper-quartile work in its own slot (a
-  // rank slowed in a quarter of its iterations or more shows there). Every
-  // rank then knows, per iteration, how long after the first arrival it
-  // came (the longest time less its own) and the fastest rank's work.
-  const std::size_t k = inside_s.size();
+  // Each rank's arrivals on rank 0's clock: the all-reduce ends for every
+  // rank at once, so this rank's clock is rank 0's shifted by how much
+  // later it left in most iterations (clock_shift). A rank held off its
+  // core inside the all-reduce, after its data went out (a CPU quota's
+  // slice spent), leaves late, but entered on time: timed by its time
+  // inside, such a rank read as if it had come first, and a rank held to a
+  // tenth of a core read as late in 29 of 40 iterations.
+  const std::size_t k = enter_s.size();
+  std::vector<double> reference(leave_s);
+  world.broadcast(std::as_writable_bytes(std::span<double>(reference)), 0);
+  // The work's upper quartile first: the shift's tolerance is a part of the
+  // fastest rank's.
   const auto ranks = static_cast<std::size_t>(n);
   const auto me = static_cast<std::size_t>(world.rank());
-  std::vector<double> maxima(inside_s);
-  for (const double t : inside_s) maxima.push_back(-t);
-  maxima.resize(2 * k + ranks, -std::numeric_limits<double>::infinity());
-  maxima[2 * k + me] = percentile(work_s, 0.75);
+  std::vector<double> work_slots(ranks, -std::numeric_limits<double>::infinity());
+  work_slots[me] = percentile(work_s, 0.75);
+  world.allreduce_max(std::span<double>(work_slots));
+  const double fastest_work = *std::min_element(work_slots.begin(), work_slots.end());
+  std::vector<double> shift(k);
+  for (std::size_t i = 0; i < k; ++i) shift[i] = leave_s[i] - reference[i];
+  const double offset = clock_shift(shift, 0.1 * fastest_work);
+  std::vector<double> arrival(k);
+  for (std::size_t i = 0; i < k; ++i) arrival[i] = enter_s[i] - offset;
+
+  // One reduction of maxima: each iteration's last arrival and its first
+  // (negated), and each rank's upper-quartile work in its own slot (a rank
+  // slowed in a quarter of its iterations or more shows there). Every rank
+  // then knows, per iteration, how long after the first arrival it came.
+  std::vector<double> maxima(arrival);
+  for (const double t : arrival) maxima.push_back(-t);
+  maxima.insert(maxima.end(), work_slots.begin(), work_slots.end());
   world.allreduce_max(std::span<double>(maxima));
-  const double fastest_work = *std::min_element(maxima.begin() + static_cast<std::ptrdiff_t>(2 * k), maxima.end());
 
   // Then each rank's slots, summed: the iterations it arrived last in, those
   // it came half the fastest rank's work or more after the first arrival,
@@ -247,8 +288,8 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
   std::vector<double> lateness(k);
   std::vector<double> slots(3 * ranks, 0.0);
   for (std::size_t i = 0; i < k; ++i) {
-    lateness[i] = maxima[i] - inside_s[i];
-    if (inside_s[i] <= -maxima[k + i]) slots[me] += 1;
+    lateness[i] = arrival[i] + maxima[k + i];
+    if (arrival[i] >= maxima[i]) slots[me] += 1;
     if (lateness[i] >= late_share_of_work * fastest_work) slots[ranks + me] += 1;
   }
   slots[2 * ranks + me] = percentile(lateness, 0.5);

@@ -38,6 +38,22 @@ void make_slow(PaceRound& round, int rank, int late, double work_us) {
   r.lateness_us = work_us - 1000.0;
 }
 
+// Two ranks leave each collective together, one clock 3 ms ahead of the
+// other, except where one was held inside (late by 1 to 10 ms, in more than
+// half the iterations) or the other was: the shift is the together-leaving
+// one, not the median of all.
+TEST(Stragglers, ClockShiftIsWhereTheIterationsLeftTogether) {
+  std::vector<double> shifts;
+  for (int i = 0; i < 15; ++i) shifts.push_back(3e-3 + (i % 3) * 10e-6);
+  for (int i = 0; i < 23; ++i) shifts.push_back(3e-3 + 1e-3 + i * 0.4e-3);
+  shifts.push_back(3e-3 - 4e-3);
+  shifts.push_back(3e-3 - 8e-3);
+  const double shift = clock_shift(shifts, 0.5e-3);
+  EXPECT_NEAR(shift, 3e-3, 20e-6);
+  EXPECT_EQ(clock_shift({}, 1e-3), 0.0);
+  EXPECT_EQ(clock_shift({-2.0}, 1e-3), -2.0);
+}
+
 TEST(Stragglers, LateInMostIsMoreThanHalf) {
   EXPECT_TRUE(late_in_most(21, 40));
   EXPECT_FALSE(late_in_most(20, 40));

@@ -1,9 +1,10 @@
 #pragma once
 // Pace rounds: every rank does the same fixed work, then joins a small
-// all-reduce, iteration after iteration. A rank's time inside the all-reduce
-// runs from its own arrival to the op's end, so the longest time less a
-// rank's own is how long after the first arrival it came (its lateness), and
-// the rank with the shortest time arrived last. A rank that comes late in
+// all-reduce, iteration after iteration. Each rank stamps its arrival and
+// its leaving on its own clock; every rank leaves the all-reduce at once, so
+// a rank's clock is rank 0's shifted by how much later it left in most
+// iterations, and on rank 0's clock the arrivals say how long after the
+// first each rank came (its lateness) and which came last. A rank that comes late in
 // most iterations holds up every collective of a job
 // (analysis/stragglers.hpp names it).
 
@@ -66,6 +67,12 @@ struct PaceWork {
   int fills = 1;
 };
 PaceWork size_pace_work(Transport& transport, const Comm& world, double seconds);
+
+// The shift of one clock against another from `shifts` (per iteration,
+// when one rank left the same collective less when the other did; both
+// leave together but now and then one late): the middle of the densest run
+// of them within `tolerance_s`. 0 for none.
+double clock_shift(std::vector<double> shifts, double tolerance_s);
 
 // Runs one round on every rank of `world` (the transport's group) with
 // `work` (size_pace_work) within `seconds` (read on rank 0):
