@@ -30,7 +30,15 @@ TEST(NodeConfigMpi, IdenticalRanksShareOneRecord) {
   EXPECT_EQ(configs[0].ranks, all);
   EXPECT_EQ(configs[0].host, this_hostname());
   EXPECT_EQ(configs[0].environment, (std::map<std::string, std::string>{{"NCCL_DEBUG", "WARN"}}));
-  EXPECT_TRUE(check_configuration(configs).empty());
+  // What the rules find depends on this machine (two interfaces NCCL would
+  // use with different MTUs are a finding on any node), so the test asks
+  // only that the one record is judged as the whole node's: every finding
+  // names this host and no rank.
+  for (const Anomaly& a : check_configuration(configs)) {
+    EXPECT_EQ(a.host, this_hostname()) << a.kind << ": " << a.detail;
+    EXPECT_EQ(a.device, "") << a.kind << ": " << a.detail;
+    EXPECT_NE(a.kind, "setting_drift") << a.detail;
+  }
 }
 
 TEST(NodeConfigMpi, TheLastRankWithItsOwnEnvironmentIsNamed) {
