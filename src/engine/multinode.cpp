@@ -656,8 +656,10 @@ NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const C
   // held for them.
   const int extra = std::max(latency_bursts, 1) - 1;
   const int before = extra / 2;
-  const int rails = keeps_rails(layout.nodes, uniform_ranks_per_node(layout)) ? uniform_ranks_per_node(layout) : 1;
+  const int rpn = uniform_ranks_per_node(layout);
+  const int rails = keeps_rails(layout.nodes, rpn) ? rpn : 1;
   const double held_s = finite && extra > 0 ? seconds / 5 : 0.0;
+  const double before_s = held_s * before / std::max(extra, 1);
   const auto bursts = [&](int count, double within_s) {
     const Window window(within_s);
     int left = count * static_cast<int>(rounds.size()) * rails;
@@ -670,8 +672,8 @@ NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const C
                            rails > 1 ? l : -1);
         }
   };
-  bursts(before, finite ? held_s * before / std::max(extra, 1) : seconds);
-  const double after_s = held_s - held_s * before / std::max(extra, 1);
+  bursts(before, finite ? before_s : seconds);
+  const double after_s = held_s - before_s;
   const Window full(finite ? checks.left_s() - after_s : seconds);
   auto left = static_cast<int>(rounds.size());
   for (const std::vector<int>& pairing : rounds) {

@@ -274,12 +274,11 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
   for (std::size_t i = 0; i < k; ++i) arrival[i] = enter_s[i] - offset;
 
   // One reduction of maxima: each iteration's last arrival and its first
-  // (negated), and each rank's upper-quartile work in its own slot (a rank
-  // slowed in a quarter of its iterations or more shows there). Every rank
-  // then knows, per iteration, how long after the first arrival it came.
+  // (negated). Every rank then knows, per iteration, how long after the
+  // first arrival it came. (Each rank's upper-quartile work, in which a rank
+  // slowed in a quarter of its iterations or more shows, is in work_slots.)
   std::vector<double> maxima(arrival);
   for (const double t : arrival) maxima.push_back(-t);
-  maxima.insert(maxima.end(), work_slots.begin(), work_slots.end());
   world.allreduce_max(std::span<double>(maxima));
 
   // Then each rank's slots, summed: the iterations it arrived last in, those
@@ -301,7 +300,7 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
     pace.rank = static_cast<int>(r);
     pace.node = r < layout.node_of_rank.size() ? layout.node_of_rank[r] : 0;
     pace.local_rank = r < layout.local_rank_of_rank.size() ? layout.local_rank_of_rank[r] : 0;
-    pace.work_us = maxima[2 * k + r] * 1e6;
+    pace.work_us = work_slots[r] * 1e6;
     pace.last = static_cast<int>(std::lround(slots[r]));
     pace.late = static_cast<int>(std::lround(slots[ranks + r]));
     pace.lateness_us = slots[2 * ranks + r] * 1e6;
