@@ -861,6 +861,7 @@ std::vector<Cause> straggler_causes(const StragglersResult& stragglers) {
                     {"median time after the first rank", s.lateness_us, "us"},
                     {"its work", s.work_us, "us"},
                     {"the ranks' median work", s.reference_us, "us"}};
+      if (s.lost_us) c.evidence.push_back({"mean time after the first rank", *s.lost_us, "us"});
       if (s.again_iterations > 0)
         c.evidence.push_back({"measured again: iterations late in", static_cast<double>(s.again_late), ""});
       if (s.confirmed && !*s.confirmed) {

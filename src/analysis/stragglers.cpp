@@ -27,10 +27,22 @@ double median_work(const PaceRound& round, int except = -1) {
   return work.empty() ? 0.0 : percentile(work, 0.5);
 }
 
+// Late in most iterations, working slower or losing the time outside its
+// work; or, late in fewer (a quarter or more), costing the collective
+// pace_lost times the others' work per iteration all the same.
 bool is_slow(const PaceRound& round, const RankPace& r) {
   const double others = median_work(round, r.rank);
-  return late_in_most(r.late, round.iterations) && others > 0 &&
-         (r.work_us >= pace_slower * others || r.lateness_us >= pace_lost * others);
+  if (others <= 0) return false;
+  if (late_in_most(r.late, round.iterations) &&
+      (r.work_us >= pace_slower * others || r.lateness_us >= pace_lost * others))
+    return true;
+  return r.lost_us && *r.lost_us >= pace_lost * others &&
+         static_cast<double>(r.late) >= pace_often * static_cast<double>(round.iterations);
+}
+
+// The collective's loss to it per iteration, where the round kept it.
+std::string lost_text(const std::optional<double>& lost_us) {
+  return lost_us ? fmt::format(", {} on average", time_text(*lost_us)) : std::string();
 }
 
 // What its work says against `others` (whose median `reference_us` is):
@@ -57,6 +69,18 @@ int late_in(const PaceRound& round, const Straggler& s) {
   for (const int rank : s.ranks) {
     const RankPace* r = rank_in(round, rank);
     least = std::min(least, r != nullptr ? r->late : 0);
+  }
+  return least;
+}
+
+// The time the collective lost to it (its least lost rank) per iteration in
+// `round`, where the round kept it for each.
+std::optional<double> lost_in(const PaceRound& round, const Straggler& s) {
+  std::optional<double> least;
+  for (const int rank : s.ranks) {
+    const RankPace* r = rank_in(round, rank);
+    if (r == nullptr || !r->lost_us) return std::nullopt;
+    least = std::min(least.value_or(*r->lost_us), *r->lost_us);
   }
   return least;
 }
@@ -111,12 +135,14 @@ std::vector<Straggler> pace_suspects(const PaceRound& round, const std::vector<s
     s.iterations = round.iterations;
     s.late = round.iterations;
     s.lateness_us = members.front()->lateness_us;
+    s.lost_us = members.front()->lost_us;
     s.work_us = members.front()->work_us;
     for (const RankPace* m : members) {
       s.ranks.push_back(m->rank);
       s.late = std::min(s.late, m->late);
       s.last += m->last;
       s.lateness_us = std::min(s.lateness_us, m->lateness_us);
+      if (s.lost_us && m->lost_us) s.lost_us = std::min(*s.lost_us, *m->lost_us);
       s.work_us = std::min(s.work_us, m->work_us);
     }
     std::vector<double> others;
@@ -125,8 +151,8 @@ std::vector<Straggler> pace_suspects(const PaceRound& round, const std::vector<s
     s.reference_us = percentile(others, 0.5);
     s.message = fmt::format(
         "every rank of {} ({}) came late to the all-reduce in {} or more of {} iterations, a median {} or more "
-        "after the first rank (one of them last in {}); {}: {} as a whole is slow, not one of its GPUs",
-        s.host, fmt::join(s.ranks, ", "), s.late, s.iterations, time_text(s.lateness_us), s.last,
+        "after the first rank{} (one of them last in {}); {}: {} as a whole is slow, not one of its GPUs",
+        s.host, fmt::join(s.ranks, ", "), s.late, s.iterations, time_text(s.lateness_us), lost_text(s.lost_us), s.last,
         work_text(s.work_us, s.reference_us, "their", "the other nodes' ranks'"), s.host);
     named_nodes.push_back(node);
     out.push_back(std::move(s));
@@ -145,6 +171,7 @@ std::vector<Straggler> pace_suspects(const PaceRound& round, const std::vector<s
     s.late = r.late;
     s.last = r.last;
     s.lateness_us = r.lateness_us;
+    s.lost_us = r.lost_us;
     s.work_us = r.work_us;
     s.reference_us = median_work(round, r.rank);
     const std::string node_text =
@@ -152,8 +179,8 @@ std::vector<Straggler> pace_suspects(const PaceRound& round, const std::vector<s
                      : fmt::format("{}'s other ranks kept pace, so it is this rank, not the node", s.host);
     s.message = fmt::format(
         "rank {} ({} local rank {}) came late to the all-reduce in {} of {} iterations, a median {} after the "
-        "first rank (last in {}); {}; {}",
-        r.rank, s.host, r.local_rank, r.late, round.iterations, time_text(r.lateness_us), r.last,
+        "first rank{} (last in {}); {}; {}",
+        r.rank, s.host, r.local_rank, r.late, round.iterations, time_text(r.lateness_us), lost_text(r.lost_us), r.last,
         work_text(s.work_us, s.reference_us, "its", "the other ranks'"), node_text);
     out.push_back(std::move(s));
   }
@@ -167,7 +194,7 @@ StragglersResult judge_stragglers(std::vector<PaceRound> rounds, const std::vect
   if (!rounds.empty() && uneven_pace(rounds.front())) {
     const PaceRound& first = rounds.front();
     out.uneven = fmt::format(
-        "{} of {} ranks came late in most iterations, working {}x or more slower than the others or losing {}x "
+        "{} of {} ranks came late to the all-reduce, working {}x or more slower than the others or losing {}x "
         "their work outside it: the ranks work at two paces, as where ranks share CPU cores or GPUs, or half of "
         "them are throttled; no one rank holds the others up",
         slow_ranks(first).size(), first.ranks.size(), pace_slower, pace_lost);
@@ -180,7 +207,8 @@ StragglersResult judge_stragglers(std::vector<PaceRound> rounds, const std::vect
     }
     s.confirmed = second != nullptr && slow_in(*second, s);
     if (*s.confirmed) {
-      s.message += fmt::format("; measured again: late in {} of {}", s.again_late, s.again_iterations);
+      s.message += fmt::format("; measured again: late in {} of {}{}", s.again_late, s.again_iterations,
+                               lost_text(lost_in(*second, s)));
       out.found.push_back(std::move(s));
     } else {
       s.message = fmt::format("not confirmed: {}; {}", s.message,

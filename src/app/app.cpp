@@ -508,7 +508,7 @@ class RunPipeline {
       judged.shared = shared;
     } else {
       // The work sized once for both rounds, within a third of the share.
-      const PaceWork work = size_pace_work(*transport_, world_, window.left_s() / 3);
+      const PaceWork work = size_pace_work(*transport_, world_, window.left_s());
       std::vector<PaceRound> rounds;
       rounds.push_back(run_pace_round(*transport_, world_, layout_, work, window.left_s() / 2));
       const int suspects = lead_ && !pace_suspects(rounds.front(), layout_.hostnames).empty() ? 1 : 0;

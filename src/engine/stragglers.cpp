@@ -51,33 +51,45 @@ FillTimes across_ranks(const Comm& world, double t) {
   return {-extremes[1], extremes[0]};
 }
 
-// The fastest rank's time per fill of `spec`'s (prepared) buffers, and the
-// slowest rank's at its best pace of every step so far (`best_s_per_byte`,
-// this rank's, which this step updates), each rank filling them again until
-// its fills took `least_s` or `most_fills` were done. One short fill under a
-// CPU quota either runs inside a slice or waits out the rest of a period:
-// timed alone, a rank held to a tenth of a core (1 ms in 10) filled 1 MiB as
-// fast as the others in some runs and 10 times slower in others. Fills that
-// add up to a period or two time its pace, but a step's fills start right
-// after its making, which often spent the period's quota: one step's fills
-// of 6 MiB took such a rank 18.6 ms each, 6 times its pace, which cut the
-// fills per iteration to 4 (1.7 ms of work; with 9, 2.4 ms, it came late in
-// only 24 of 40 iterations). Its best step is one that started with a slice.
-// A rank too slow for a second fill is timed by its first.
+// The fastest rank's time for one fill of `spec`'s (prepared) buffers at
+// its full pace (its quickest fill), and the slowest rank's at its best pace
+// of every step so far (`best_s_per_byte`, this rank's, which this step
+// updates: its fills' mean), each rank filling them again until its fills
+// took `least_s` or `most_fills` were done.
+// The fastest rank's mean fill, on a machine busy with other work, came out
+// 2 to 5 times its fill in the round after it, and the work, sized to
+// pace_work_s of it, fell to 1 to 2 ms: about a CPU quota's slice, inside
+// which a rank held to a tenth of a core came on time in half the
+// iterations.
+// One short fill under a CPU quota either runs inside a slice or waits out
+// the rest of a period: timed alone, a rank held to a tenth of a core (1 ms
+// in 10) filled 1 MiB as fast as the others in some runs and 10 times
+// slower in others. Fills that add up to several periods time its pace
+// (over 20 ms, two periods, on a busy machine, such a rank's came out 10 to
+// 32 times the others' fill in the round, enough to cap fills of 4 MiB at
+// 3; hence 50 ms), but a step's fills start right after its making, which
+// often spent the period's quota: one step's fills of 6 MiB took such a
+// rank 18.6 ms each, 6 times its pace, which cut the fills per iteration to
+// 4 (1.7 ms of work; with 9, 2.4 ms, it came late in only 24 of 40
+// iterations). Its best step is one that started with a slice. A rank too
+// slow for a second fill is timed by its first.
 FillTimes paced_fill_times(Transport& transport, const Comm& world, const OpSpec& spec, double& best_s_per_byte) {
-  constexpr double least_s = 20e-3;
+  constexpr double least_s = 50e-3;
   constexpr int most_fills = 64;
   const SteadyClock::time_point start = SteadyClock::now();
   double elapsed = 0;
+  double quickest = std::numeric_limits<double>::infinity();
   int fills = 0;
   while (fills < most_fills && elapsed < least_s) {
+    const double before = elapsed;
     transport.fill(spec);
     ++fills;
     elapsed = std::chrono::duration<double>(SteadyClock::now() - start).count();
+    quickest = std::min(quickest, elapsed - before);
   }
   const auto bytes = static_cast<double>(spec.counts.bytes);
   best_s_per_byte = std::min(best_s_per_byte, elapsed / fills / bytes);
-  return {across_ranks(world, elapsed / fills).fastest_s, across_ranks(world, best_s_per_byte).slowest_s * bytes};
+  return {across_ranks(world, quickest).fastest_s, across_ranks(world, best_s_per_byte).slowest_s * bytes};
 }
 
 // The buffers' next size, from one step's figures at `bytes` (`step_s`:
@@ -157,14 +169,19 @@ std::string shared_device(const std::vector<std::string>& devices) {
 }
 
 PaceWork size_pace_work(Transport& transport, const Comm& world, double seconds) {
-  const Window window(seconds);
+  // The sizing within a third of the share; the two rounds after it get
+  // what it leaves, half each.
+  const Window whole(seconds);
+  const Window window(seconds / 3);
   const int n = world.size();
-  // The slowest rank's iteration at most this long: the two rounds after it
-  // get about twice `seconds` between them, room for pace_min_iterations
-  // each with half again to spare. Sized for the fastest alone, a rank held
-  // to a tenth of a core under the sanitizers fitted fewer, the round was
-  // skipped, and the slower a rank, the less it was judged.
-  const double longest_s = seconds / (1.5 * pace_min_iterations);
+  // The slowest rank's iteration at most this long: room in each round for
+  // pace_min_iterations three times over. Sized for the fastest alone, a
+  // rank held to a tenth of a core under the sanitizers fitted fewer, the
+  // round was skipped, and the slower a rank, the less it was judged; with
+  // room for them once and a half, its pace, timed over 50 ms at 6 times the
+  // others', came to 10 in the round (its 4.4 ms of work spread over five
+  // of the quota's periods), and 9 iterations fitted.
+  const auto longest_s = [&whole] { return whole.left_s() / 2 / (3.0 * pace_min_iterations); };
   // Steps from 1 MiB: the buffers made and filled once (the making), then
   // their fill timed at pace on every rank, and the next size chosen from
   // what the step cost (next_work_bytes). Sized from one make of 1 MiB
@@ -182,7 +199,7 @@ PaceWork size_pace_work(Transport& transport, const Comm& world, double seconds)
         across_ranks(world, std::chrono::duration<double>(SteadyClock::now() - start).count()).slowest_s;
     PaceWork next{bytes, 1};
     if (world.rank() == 0)
-      next = {next_work_bytes(bytes, fill, step_s, window.left_s(), longest_s), work_fills(fill, longest_s)};
+      next = {next_work_bytes(bytes, fill, step_s, window.left_s(), longest_s()), work_fills(fill, longest_s())};
     next = world.broadcast_value(next, 0);
     if (next.bytes == bytes) return next;
     bytes = next.bytes;
@@ -283,15 +300,19 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
 
   // Then each rank's slots, summed: the iterations it arrived last in, those
   // it came half the fastest rank's work or more after the first arrival,
-  // and its median lateness.
+  // its median lateness and its mean (the time the collective waited for it
+  // per iteration: a rank on time in most iterations and very late in the
+  // rest shows there, not in the median).
   std::vector<double> lateness(k);
-  std::vector<double> slots(3 * ranks, 0.0);
+  std::vector<double> slots(4 * ranks, 0.0);
   for (std::size_t i = 0; i < k; ++i) {
     lateness[i] = arrival[i] + maxima[k + i];
     if (arrival[i] >= maxima[i]) slots[me] += 1;
     if (lateness[i] >= late_share_of_work * fastest_work) slots[ranks + me] += 1;
   }
-  slots[2 * ranks + me] = percentile(lateness, 0.5);
+  const SampleStats late_by = summarize(lateness);
+  slots[2 * ranks + me] = late_by.p50;
+  slots[3 * ranks + me] = late_by.mean;
   world.allreduce_sum(std::span<double>(slots));
 
   round.iterations = iterations;
@@ -304,6 +325,7 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
     pace.last = static_cast<int>(std::lround(slots[r]));
     pace.late = static_cast<int>(std::lround(slots[ranks + r]));
     pace.lateness_us = slots[2 * ranks + r] * 1e6;
+    pace.lost_us = slots[3 * ranks + r] * 1e6;
     round.ranks.push_back(pace);
   }
   round.seconds = window.elapsed_s();

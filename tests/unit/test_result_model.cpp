@@ -177,7 +177,8 @@ RunResult fully_populated() {
                            0});
   r.health = HealthResult{1 << 20, 8, 1.5, r.findings, r.unconfirmed};
   {
-    PaceRound round{40, 8 << 20, 16, 0.3, {RankPace{0, 0, 0, 1000, 4, 6, 80}, RankPace{1, 1, 0, 5200, 36, 38, 4100}}};
+    PaceRound round{
+        40, 8 << 20, 16, 0.3, {RankPace{0, 0, 0, 1000, 4, 6, 80, 90}, RankPace{1, 1, 0, 5200, 36, 38, 4100, 4150}}};
     Straggler late{StragglerKind::slow_rank,
                    {1},
                    1,
@@ -186,6 +187,7 @@ RunResult fully_populated() {
                    38,
                    36,
                    4100,
+                   4150,
                    5200,
                    1000,
                    true,

@@ -2,6 +2,7 @@
 // second round's confirmation.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -25,7 +26,8 @@ PaceRound even_round(int nodes, int per_node, int iterations) {
   round.work_bytes = 8 << 20;
   const int ranks = nodes * per_node;
   for (int r = 0; r < ranks; ++r)
-    round.ranks.push_back(RankPace{r, r / per_node, r % per_node, 1000.0, iterations / ranks, iterations / 5, 300.0});
+    round.ranks.push_back(
+        RankPace{r, r / per_node, r % per_node, 1000.0, iterations / ranks, iterations / 5, 300.0, {}});
   return round;
 }
 
@@ -115,6 +117,39 @@ TEST(Stragglers, LateByTwiceTheWorkAtEveryonesPaceIsSlow) {
   EXPECT_TRUE(pace_suspects(round, hosts).empty());
 }
 
+// A rank held by a quota whose slice outlasts the work comes on time in
+// most iterations and far too late in the rest: its median lateness is
+// nothing, but the collective loses more per iteration to it than the
+// others' whole work, and it is named on that.
+TEST(Stragglers, TimeLostInAThirdOfTheIterationsIsSlow) {
+  PaceRound round = even_round(2, 1, 40);
+  make_slow(round, 1, 14, 1050.0);
+  round.ranks[1].lateness_us = 40.0;
+  round.ranks[1].lost_us = 14 * 9000.0 / 40;
+  const std::vector<Straggler> s = pace_suspects(round, hosts);
+  ASSERT_EQ(s.size(), 1U);
+  EXPECT_EQ(s[0].ranks, std::vector<int>{1});
+  ASSERT_TRUE(s[0].lost_us.has_value());
+  EXPECT_DOUBLE_EQ(*s[0].lost_us, 3150.0);
+  EXPECT_NE(s[0].message.find("came late to the all-reduce in 14 of 40 iterations, a median 40 us after the first "
+                              "rank, 3.15 ms on average"),
+            std::string::npos)
+      << s[0].message;
+  // The same loss in too few iterations (one, 126 ms late): not named.
+  make_slow(round, 1, 1, 1050.0);
+  round.ranks[1].lateness_us = 0.0;
+  round.ranks[1].lost_us = 3150.0;
+  EXPECT_TRUE(pace_suspects(round, hosts).empty());
+  // Late as often, losing less than twice the others' work: not named.
+  make_slow(round, 1, 14, 1050.0);
+  round.ranks[1].lateness_us = 40.0;
+  round.ranks[1].lost_us = 1900.0;
+  EXPECT_TRUE(pace_suspects(round, hosts).empty());
+  // A file written before the loss was kept judges on the count alone.
+  round.ranks[1].lost_us.reset();
+  EXPECT_TRUE(pace_suspects(round, hosts).empty());
+}
+
 TEST(Stragglers, EveryRankOfANodeSlowIsTheNode) {
   PaceRound round = even_round(4, 2, 40);
   make_slow(round, 4, 36, 3000.0);
@@ -165,7 +200,7 @@ TEST(Stragglers, HalfTheRanksSlowIsTwoPacesNotAStraggler) {
   const StragglersResult judged = judge_stragglers({round}, hosts);
   EXPECT_TRUE(judged.found.empty());
   EXPECT_TRUE(judged.unconfirmed.empty());
-  EXPECT_NE(judged.uneven.find("4 of 8 ranks came late in most iterations"), std::string::npos) << judged.uneven;
+  EXPECT_NE(judged.uneven.find("4 of 8 ranks came late to the all-reduce"), std::string::npos) << judged.uneven;
   const std::vector<Cause> causes = straggler_causes(judged);
   ASSERT_EQ(causes.size(), 1U);
   EXPECT_EQ(causes[0].level, Level::info);
@@ -177,9 +212,13 @@ TEST(Stragglers, SecondRoundConfirmsOrClears) {
   make_slow(first, 3, 34, 6000.0);
   PaceRound again = even_round(4, 2, 30);
   make_slow(again, 3, 27, 6000.0);
+  again.ranks[3].lost_us = 5200.0;
   StragglersResult confirmed = judge_stragglers({first, again}, hosts);
   ASSERT_EQ(confirmed.found.size(), 1U);
   EXPECT_TRUE(confirmed.unconfirmed.empty());
+  // The second round's figures, its loss per iteration where it kept one.
+  EXPECT_TRUE(confirmed.found[0].message.ends_with("; measured again: late in 27 of 30, 5.2 ms on average"))
+      << confirmed.found[0].message;
   EXPECT_EQ(confirmed.found[0].confirmed, true);
   EXPECT_EQ(confirmed.found[0].again_late, 27);
   EXPECT_EQ(confirmed.found[0].again_iterations, 30);
@@ -208,6 +247,7 @@ TEST(Stragglers, ConfirmedIsAWarnWithAFixUnconfirmedIsInfo) {
   make_slow(first, 3, 34, 6000.0);
   PaceRound again = even_round(4, 2, 30);
   make_slow(again, 3, 27, 6000.0);
+  first.ranks[3].lost_us = 5400.0;
   const std::vector<Cause> warn = straggler_causes(judge_stragglers({first, again}, hosts));
   ASSERT_EQ(warn.size(), 1U);
   EXPECT_EQ(warn[0].level, Level::warn);
@@ -215,6 +255,18 @@ TEST(Stragglers, ConfirmedIsAWarnWithAFixUnconfirmedIsInfo) {
   EXPECT_EQ(warn[0].subject, "rank 3 on gpu-node-b");
   EXPECT_FALSE(warn[0].cause.empty());
   EXPECT_NE(warn[0].fix.find("gpu-node-b"), std::string::npos);
+  // The time lost per iteration is evidence where the round kept it.
+  const auto mean_late = [](const Cause& c) {
+    return std::find_if(c.evidence.begin(), c.evidence.end(),
+                        [](const Evidence& e) { return e.what == "mean time after the first rank"; });
+  };
+  ASSERT_NE(mean_late(warn[0]), warn[0].evidence.end());
+  EXPECT_EQ(mean_late(warn[0])->value, 5400.0);
+  EXPECT_EQ(mean_late(warn[0])->unit, "us");
+  first.ranks[3].lost_us.reset();
+  const std::vector<Cause> unkept = straggler_causes(judge_stragglers({first, again}, hosts));
+  ASSERT_EQ(unkept.size(), 1U);
+  EXPECT_EQ(mean_late(unkept[0]), unkept[0].evidence.end());
   const std::vector<Cause> info = straggler_causes(judge_stragglers({first, even_round(4, 2, 30)}, hosts));
   ASSERT_EQ(info.size(), 1U);
   EXPECT_EQ(info[0].level, Level::info);

@@ -21,16 +21,23 @@ namespace fabricbench {
 // late). A rank late by less than that, at everyone's pace, is not named.
 // Ranks that share cores or a GPU are not judged at all (the round does
 // not run).
+// A rank late in fewer iterations, pace_often of them or more, is a
+// suspect too where the collective lost pace_lost times the others' work to
+// it per iteration (its mean lateness): held by a CPU quota to a tenth of a
+// core, with work shorter than the quota's slice, a rank came on time in
+// half the iterations or more and some 9 ms late in the rest, and was
+// cleared on a count of late iterations alone. One late iteration, however
+// late, names no one.
 inline constexpr double pace_most = 0.5;
+inline constexpr double pace_often = 0.25;
 inline constexpr double pace_slower = 1.5;
 inline constexpr double pace_lost = 2.0;
 
 // Whether `late` of `iterations` is more than pace_most of them.
 bool late_in_most(int late, int iterations);
 
-// The ranks that came late in most iterations and worked pace_slower times
-// slower than the others: where they are half the ranks or more (of more
-// than 2), the ranks work at two paces and none is singled out.
+// The ranks slow by the rules above: where they are half the ranks or more
+// (of more than 2), the ranks work at two paces and none is singled out.
 std::vector<const RankPace*> slow_ranks(const PaceRound& round);
 bool uneven_pace(const PaceRound& round);
 

@@ -5,7 +5,7 @@
 // a rank's clock is rank 0's shifted by how much later it left in most
 // iterations, and on rank 0's clock the arrivals say how long after the
 // first each rank came (its lateness) and which came last. A rank that comes late in
-// most iterations holds up every collective of a job
+// most iterations, or very late in many, holds up every collective of a job
 // (analysis/stragglers.hpp names it).
 
 #include <cstddef>
@@ -58,10 +58,11 @@ std::vector<SharedCores> shared_cores(const Comm& world, const Layout& layout);
 std::string shared_device(const std::vector<std::string>& devices);
 
 // The work of the pace rounds (the same for both, whose buffers it leaves
-// made): the buffers' size and the fills of them per iteration. Sized in
-// steps that spend at most `seconds` (rank 0's), a slow rank's making and
-// fills included, and held to what lets the slowest rank's iterations run
-// the fewest of them in the rounds after it. Collective.
+// made): the buffers' size and the fills of them per iteration. `seconds`
+// (rank 0's) is the sizing's and the two rounds' together: sized in steps
+// that spend at most a third of it, a slow rank's making and fills
+// included, and held to what lets the slowest rank's iterations run the
+// fewest of them, three times over, in each round of what is left. Collective.
 struct PaceWork {
   std::size_t bytes = 0;
   int fills = 1;

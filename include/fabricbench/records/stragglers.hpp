@@ -22,6 +22,9 @@ struct RankPace {
   int last = 0;            // iterations it reached the all-reduce last in
   int late = 0;            // iterations it came half the fastest rank's work or more after the first arrival
   double lateness_us = 0;  // its median time after the first arrival
+  // Its mean time after the first arrival: what the collective lost to it
+  // per iteration (empty in files written before it was kept).
+  std::optional<double> lost_us;
 };
 
 // One round: every rank does the same fixed work (`work_fills` fills of
@@ -54,6 +57,7 @@ struct Straggler {
   int late = 0;                   // iterations it came late in (a node: its least late rank's)
   int last = 0;                   // iterations it (a node: any of its ranks) arrived last in
   double lateness_us = 0;         // its median time after the first arrival (a node: its least late rank's)
+  std::optional<double> lost_us;  // its mean time after the first arrival (a node: its least late rank's)
   double work_us = 0;             // its median work (a node: its quickest rank's)
   double reference_us = 0;        // the median work of the ranks
   std::optional<bool> confirmed;  // by the second round
@@ -90,6 +94,7 @@ void fields_of(Self& r, Field&& field) {
   field("last", r.last);
   field("late", r.late);
   field("lateness_us", r.lateness_us);
+  field("lost_us", r.lost_us);
 }
 
 template <class Self, class Field>
@@ -113,6 +118,7 @@ void fields_of(Self& s, Field&& field) {
   field("late", s.late);
   field("last", s.last);
   field("lateness_us", s.lateness_us);
+  field("lost_us", s.lost_us);
   field("work_us", s.work_us);
   field("reference_us", s.reference_us);
   field("confirmed", fields::omitted(s.confirmed));
