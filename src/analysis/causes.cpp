@@ -357,7 +357,8 @@ struct NcclRules {
       const ByHost& who = by_reason.at(reason);
       std::vector<std::string> ports;
       for (const std::string& h : who.order)
-        for (const std::string& p : active_rdma_ports(node_of(topology, h))) ports.push_back(h + " " + p);
+        for (const std::string& p : active_rdma_ports(node_of(topology, h)))
+          ports.push_back(fmt::format("{} {}", h, p));
       add("socket_fallback", Level::warn, {FabricLayer::across_nodes}, who,
           fmt::format("NCCL sent across nodes over TCP sockets on {} while RDMA ports are active ({})", who.text(),
                       hosts_text(ports)),
