@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
+#include <map>
 #include <numeric>
 #include <set>
 #include <string>
@@ -779,6 +781,23 @@ std::vector<std::vector<int>> pack_rounds(const std::vector<std::pair<int, int>>
   return rounds;
 }
 
+std::vector<PairRound> confirmation_rounds(const std::vector<Finding>& suspects, int nodes,
+                                           const std::vector<Finding>& known) {
+  // By rail, the suspects of no one rail (-1) first.
+  std::map<int, std::vector<Finding>> by_rail;
+  for (const Finding& f : suspects) by_rail[f.rail.value_or(-1)].push_back(f);
+  std::vector<PairRound> out;
+  for (const auto& [rail, group] : by_rail) {
+    // The other rails' suspects are no healthy partner either.
+    std::vector<Finding> others = known;
+    for (const Finding& f : suspects)
+      if (f.rail.value_or(-1) != rail) others.push_back(f);
+    for (std::vector<int>& round : pack_rounds(confirmation_pairs(group, nodes, others), nodes))
+      out.push_back(PairRound{std::move(round), rail});
+  }
+  return out;
+}
+
 namespace {
 
 // Whether a second-pass exchange is slow again by the suspect's metric and
@@ -809,12 +828,46 @@ Recheck recheck_of(const PairMatrix& second, const std::vector<std::string>& hos
   return r;
 }
 
+// Whether a second-pass exchange stands out from `others` of the same pass
+// by the suspect's metric: its bandwidth below (1 - drop) x theirs (the
+// median), or its latency above theirs over (1 - drop). The first pass's
+// reference alone does not tell a slow link from a slower pass: on a machine
+// that got busier between the passes, a healthy link measured again at 0.048
+// GB/s beside its end's 0.071 GB/s with another partner, both under a
+// quarter of the reference, and was confirmed slow. True where `others`
+// have no figure to compare with.
+bool stands_out(const Finding& f, const Recheck& check, const std::vector<Recheck>& others,
+                const OutlierThresholds& t) {
+  std::vector<double> bandwidths;
+  std::vector<double> latencies;
+  for (const Recheck& o : others) {
+    if (o.bandwidth_gbs) bandwidths.push_back(*o.bandwidth_gbs);
+    if (o.latency_us) latencies.push_back(*o.latency_us);
+  }
+  const bool by_bw = f.metric != FindingMetric::latency && check.bandwidth_gbs && !bandwidths.empty();
+  const bool by_lat = f.metric != FindingMetric::bandwidth && check.latency_us && !latencies.empty();
+  if (!by_bw && !by_lat) return true;
+  return (by_bw && *check.bandwidth_gbs < (1.0 - t.drop) * median(bandwidths)) ||
+         (by_lat && *check.latency_us > median(latencies) / (1.0 - t.drop));
+}
+
 // "0.012 GB/s, 812.0 us"
 std::string figures_text(const Recheck& r) {
   std::vector<std::string> figures;
   if (r.bandwidth_gbs) figures.push_back(fmt::format("{:.3f} GB/s", *r.bandwidth_gbs));
   if (r.latency_us) figures.push_back(fmt::format("{:.1f} us", *r.latency_us));
   return fmt::format("{}", fmt::join(figures, ", "));
+}
+
+// "node0 <-> node1 (0.071 GB/s, 10.2 us)"
+std::string pair_text(const Recheck& r) {
+  return fmt::format("{} <-> {} ({})", r.hosts[0], r.hosts[1], figures_text(r));
+}
+
+std::string pairs_text(const std::vector<Recheck>& checks) {
+  std::vector<std::string> parts;
+  for (const Recheck& r : checks) parts.push_back(pair_text(r));
+  return fmt::format("{}", fmt::join(parts, ", "));
 }
 
 // "node0 (0.012 GB/s, 812.0 us)": the partner of `other`.
@@ -877,8 +930,7 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& se
           ++measured;
           slow += *s ? 1 : 0;
           f.checks.push_back(recheck_of(second, hosts, a, b, *s));
-          again.push_back(fmt::format("{} <-> {} ({})", f.checks.back().hosts[0], f.checks.back().hosts[1],
-                                      figures_text(f.checks.back())));
+          again.push_back(pair_text(f.checks.back()));
         }
       f.confirmed = measured > 0 && slow * 2 > measured && (slow >= 2 || measured == 1);
       if (*f.confirmed) {
@@ -895,14 +947,20 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& se
     }
     if (f.kind == FindingKind::slow_link) {
       const std::optional<bool> again = recheck_link(f, second, hosts, t, suspicion);
-      f.confirmed = again.value_or(false);
-      if (*f.confirmed) {
+      // Slow again, and slower than its ends with their other partners in
+      // the same pass.
+      const std::vector<Recheck> ends(f.checks.begin() + (again ? 1 : 0), f.checks.end());
+      const bool apart = again.value_or(false) && stands_out(f, f.checks.front(), ends, t);
+      f.confirmed = apart;
+      if (apart) {
         f.message += fmt::format("; confirmed: slow again when measured apart ({})", figures_text(f.checks.front()));
         out.findings.push_back(std::move(f));
       } else {
         f.message = "not confirmed: " + f.message +
-                    (again ? fmt::format("; measured again at {}", figures_text(f.checks.front()))
-                           : std::string("; it could not be measured again"));
+                    (!again   ? std::string("; it could not be measured again")
+                     : *again ? fmt::format("; measured again at {}, no slower than its ends with other partners ({})",
+                                            figures_text(f.checks.front()), pairs_text(ends))
+                              : fmt::format("; measured again at {}", figures_text(f.checks.front())));
         out.unconfirmed.push_back(std::move(f));
       }
       continue;
@@ -920,9 +978,14 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& se
       f.confirmed = true;
       f.message += fmt::format("; confirmed: slow again with {}", rechecks_text(f.checks, node, true));
       out.findings.push_back(std::move(f));
-    } else if (slow == 1) {
-      // Slow with one partner and not with the others: that link, not the node.
-      const auto it = std::find_if(f.checks.begin(), f.checks.end(), [](const Recheck& r) { return r.slow; });
+      continue;
+    }
+    // Slow with one partner and not with the others, and slower than with
+    // them: that link, not the node.
+    const auto it = std::find_if(f.checks.begin(), f.checks.end(), [](const Recheck& r) { return r.slow; });
+    std::vector<Recheck> fast;
+    std::copy_if(f.checks.begin(), f.checks.end(), std::back_inserter(fast), [](const Recheck& r) { return !r.slow; });
+    if (slow == 1 && stands_out(f, *it, fast, t)) {
       // It reads as a link confirmed on its own: the link's figures first,
       // in the link's order, then each end's with its other partners.
       Finding link = f;
@@ -939,14 +1002,16 @@ Confirmation confirm_suspects(std::vector<Finding> suspects, const NodePairs& se
           link.hosts[0], link.hosts[1], on_rail, f.kind == FindingKind::slow_nic ? "the NIC of " : "",
           host_of(hosts, node), figures_text(*it), host_of(hosts, node), rechecks_text(f.checks, node, false));
       out.findings.push_back(std::move(link));
-    } else {
-      f.confirmed = false;
-      f.message = "not confirmed: " + f.message +
-                  (measured == 0 ? std::string("; no healthy node was left to measure it with")
-                                 : fmt::format("; measured again at healthy figures with {}",
-                                               rechecks_text(f.checks, node, false)));
-      out.unconfirmed.push_back(std::move(f));
+      continue;
     }
+    f.confirmed = false;
+    f.message = "not confirmed: " + f.message +
+                (measured == 0 ? std::string("; no healthy node was left to measure it with")
+                 : slow == 1   ? fmt::format("; measured again slow with {} only, and no slower than with {}",
+                                             rechecks_text(f.checks, node, true), rechecks_text(f.checks, node, false))
+                               : fmt::format("; measured again at healthy figures with {}",
+                                             rechecks_text(f.checks, node, false)));
+    out.unconfirmed.push_back(std::move(f));
   }
   return out;
 }

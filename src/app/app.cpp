@@ -230,6 +230,12 @@ constexpr int health_iterations = 3;
 // confirmed a slow link.
 constexpr int latency_confirmation_bursts = 3;
 
+// A link suspect's second pass: the rounds this many times over, its
+// bandwidth the fastest (run_pair_checks). Where ranks share cores, a
+// healthy pair ran at a fifteenth to a twentieth of its rate in the first
+// pass and again in the second, and was confirmed a slow link.
+constexpr int link_confirmation_bursts = 3;
+
 // One measuring command on every rank, as named phases: start (layout, checks,
 // transport, the run's record), topology, health, sweep, ladder, pairs (each
 // with its share of a --budget), then on rank 0
@@ -436,12 +442,12 @@ class RunPipeline {
 
   // The second pass over rank 0's `suspects`: each with healthy partners
   // (never a node or link the run has already confirmed slow), apart from
-  // the first pass's load, at `sizes`' pair message sizes; every rank takes
-  // part. The judged suspects on rank 0.
+  // the first pass's load (a rail's suspect on its rail alone), at `sizes`'
+  // pair message sizes; every rank takes part. The judged suspects on rank 0.
   Confirmation confirm(const std::vector<Finding>& suspects, const RunConfig& sizes,
                        double seconds = unlimited_seconds) {
-    std::vector<std::vector<int>> rounds;
-    if (lead_) rounds = pack_rounds(confirmation_pairs(suspects, layout_.nodes, result_.findings), layout_.nodes);
+    std::vector<PairRound> rounds;
+    if (lead_) rounds = confirmation_rounds(suspects, layout_.nodes, result_.findings);
     rounds = broadcast_rounds(world_, rounds, layout_.nodes);
     NodePairs second{PairMatrix(layout_.nodes), {}};
     std::uint64_t wrong = 0;
@@ -454,7 +460,18 @@ class RunPipeline {
                                 ? latency_confirmation_bursts
                                 : 1;
       bursts = world_.broadcast_value(bursts, 0);
-      second = run_pair_checks(sizes, *transport_, world_, layout_, rounds, wrong, seconds, bursts);
+      // A link suspect's large message three times over, its bandwidth the
+      // fastest: one pair is all that accuses it, where a node has two or
+      // more partners.
+      std::int32_t times =
+          lead_ && std::any_of(suspects.begin(), suspects.end(),
+                               [](const Finding& f) {
+                                 return f.kind == FindingKind::slow_link && f.metric != FindingMetric::latency;
+                               })
+              ? link_confirmation_bursts
+              : 1;
+      times = world_.broadcast_value(times, 0);
+      second = run_pair_checks(sizes, *transport_, world_, layout_, rounds, wrong, seconds, bursts, times);
     }
     if (!lead_) return {};
     result_.wrong_total += wrong;

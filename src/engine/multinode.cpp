@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 
 #include <fmt/format.h>
 
@@ -304,7 +305,7 @@ double pair_figure(const Layout& layout, int rpn, int a, int b, const RoundFigur
     if (rails != nullptr) {
       PairMatrix& m = (*rails)[static_cast<std::size_t>(l)];
       if (bandwidth)
-        m.bw(a, b) = value;
+        m.bw(a, b) = std::max(m.bw(a, b).value_or(value), value);
       else
         m.lat(a, b) = std::min(m.lat(a, b).value_or(value), value);
     }
@@ -365,6 +366,7 @@ RoundCuts node_round(const RunConfig& config, Transport& transport, const Comm& 
             pairs.nodes.lat(a, b) = std::min(pairs.nodes.lat(a, b).value_or(value), value);
             continue;
           }
+          if (pairs.nodes.bw(a, b).value_or(0.0) >= value) continue;  // measured faster before in the pass
           pairs.nodes.bw(a, b) = value;
           pairs.nodes.smaller(a, b) = smaller_message(layout, rpn, a, b, figures, full);
         }
@@ -644,8 +646,8 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
 }
 
 NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-                          const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong, double seconds,
-                          int latency_bursts) {
+                          const std::vector<PairRound>& rounds, std::uint64_t& wrong, double seconds,
+                          int latency_bursts, int bandwidth_bursts) {
   NodePairs matrix{PairMatrix(layout.nodes), {}};
   const Window checks(seconds);
   const bool finite = std::isfinite(seconds);
@@ -658,47 +660,71 @@ NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const C
   const int before = extra / 2;
   const int rpn = uniform_ranks_per_node(layout);
   const int rails = keeps_rails(layout.nodes, rpn) ? rpn : 1;
+  // The rail a round runs on (-1: every rail at once); rails are only told
+  // apart where they are kept.
+  const auto rail_of = [rails](const PairRound& round) { return rails > 1 ? round.rail : -1; };
+  // The rails a round's bursts run on, each on its own.
+  const auto burst_rails = [&](const PairRound& round) {
+    if (rail_of(round) >= 0) return std::vector<int>{round.rail};
+    if (rails == 1) return std::vector<int>{-1};
+    std::vector<int> all(static_cast<std::size_t>(rails));
+    std::iota(all.begin(), all.end(), 0);
+    return all;
+  };
   const double held_s = finite && extra > 0 ? seconds / 5 : 0.0;
   const double before_s = held_s * before / std::max(extra, 1);
   const auto bursts = [&](int count, double within_s) {
     const Window window(within_s);
-    int left = count * static_cast<int>(rounds.size()) * rails;
+    int left = 0;
+    for (const PairRound& round : rounds) left += count * static_cast<int>(burst_rails(round).size());
     for (int k = 0; k < count; ++k)
-      for (const std::vector<int>& pairing : rounds)
-        for (int l = 0; l < rails; ++l) {
+      for (const PairRound& round : rounds)
+        for (const int l : burst_rails(round)) {
           const double share = next_share(world, window, left--, 0);
           if (share < 0) return;
-          (void)node_round(config, transport, world, layout, pairing, matrix, wrong, share, Halves::latency,
-                           rails > 1 ? l : -1);
+          (void)node_round(config, transport, world, layout, round.partners, matrix, wrong, share, Halves::latency, l);
         }
   };
   bursts(before, finite ? before_s : seconds);
   const double after_s = held_s - before_s;
+  // The rounds `bandwidth_bursts` times over, the later times the large
+  // message only.
   const Window full(finite ? checks.left_s() - after_s : seconds);
-  auto left = static_cast<int>(rounds.size());
-  for (const std::vector<int>& pairing : rounds) {
-    const double share = next_share(world, full, left--, 0);
-    if (share < 0) break;
-    (void)node_round(config, transport, world, layout, pairing, matrix, wrong, share);
-  }
+  const int times = std::max(bandwidth_bursts, 1);
+  int left = static_cast<int>(rounds.size()) * times;
+  for (int k = 0; k < times && left > 0; ++k)
+    for (const PairRound& round : rounds) {
+      const double share = next_share(world, full, left--, 0);
+      if (share < 0) {
+        left = 0;
+        break;
+      }
+      (void)node_round(config, transport, world, layout, round.partners, matrix, wrong, share,
+                       k == 0 ? Halves::both : Halves::bandwidth, rail_of(round));
+    }
   bursts(extra - before, finite ? checks.left_s() : seconds);
   latency_from_rails(matrix);
   return matrix;
 }
 
-std::vector<std::vector<int>> broadcast_rounds(const Comm& world, const std::vector<std::vector<int>>& rounds,
-                                               int nodes) {
-  std::string bytes;
+std::vector<PairRound> broadcast_rounds(const Comm& world, const std::vector<PairRound>& rounds, int nodes) {
+  // Each round as its partners, then its rail.
+  std::vector<int> ints;
   if (world.rank() == 0)
-    for (const std::vector<int>& round : rounds)
-      bytes.append(reinterpret_cast<const char*>(round.data()), round.size() * sizeof(int));
+    for (const PairRound& round : rounds) {
+      ints.insert(ints.end(), round.partners.begin(), round.partners.end());
+      ints.push_back(round.rail);
+    }
+  std::string bytes(reinterpret_cast<const char*>(ints.data()), ints.size() * sizeof(int));
   bytes = world.broadcast_bytes(std::move(bytes), 0);
-  const std::size_t per_round = static_cast<std::size_t>(nodes) * sizeof(int);
-  std::vector<std::vector<int>> out;
-  for (std::size_t at = 0; per_round > 0 && at + per_round <= bytes.size(); at += per_round) {
-    std::vector<int> round(static_cast<std::size_t>(nodes));
+  const std::size_t per_round = (static_cast<std::size_t>(nodes) + 1) * sizeof(int);
+  std::vector<PairRound> out;
+  for (std::size_t at = 0; nodes > 0 && at + per_round <= bytes.size(); at += per_round) {
+    std::vector<int> round(static_cast<std::size_t>(nodes) + 1);
     std::memcpy(round.data(), bytes.data() + at, per_round);
-    out.push_back(std::move(round));
+    const int rail = round.back();
+    round.pop_back();
+    out.push_back(PairRound{std::move(round), rail});
   }
   return out;
 }

@@ -713,26 +713,27 @@ TEST(MultinodeMpi, BisectionPairsEveryNodeOfEachHalvingAndMeasuresTheFirstPairsA
   EXPECT_EQ(b.blocking, *b.oversubscription > b.limit);
 }
 
-// The MPI transport with its small exchanges (8 bytes) slowed by `hold_s`
-// an iteration in the first `noisy` measurements of them (all, where
-// negative), its sub-transports' counted with its own: a rank that waited
-// for a core through one burst, or (all) a link that adds a delay.
-class NoisyLatencyTransport final : public ForwardingTransport {
+// The MPI transport with its small exchanges (8 bytes; with `large`, its
+// larger ones) slowed by `hold_s` an iteration in the first `noisy`
+// measurements of them (all, where negative), its sub-transports' counted
+// with its own: a rank that waited for a core through one burst, or (all) a
+// link that adds a delay.
+class NoisyExchangeTransport final : public ForwardingTransport {
  public:
-  NoisyLatencyTransport(std::unique_ptr<Transport> inner, double hold_s, int noisy,
-                        std::shared_ptr<int> seen = std::make_shared<int>(0))
-      : ForwardingTransport(std::move(inner)), hold_s_(hold_s), noisy_(noisy), seen_(std::move(seen)) {}
+  NoisyExchangeTransport(std::unique_ptr<Transport> inner, double hold_s, int noisy, bool large = false,
+                         std::shared_ptr<int> seen = std::make_shared<int>(0))
+      : ForwardingTransport(std::move(inner)), hold_s_(hold_s), noisy_(noisy), large_(large), seen_(std::move(seen)) {}
   void prepare(const OpSpec& s) override {
     inner().prepare(s);
-    if (small(s)) ++*seen_;
+    if (held(s)) ++*seen_;
   }
   std::unique_ptr<Transport> split(const Comm& sub, int color, int key) override {
     std::unique_ptr<Transport> part = inner().split(sub, color, key);
-    return part ? std::make_unique<NoisyLatencyTransport>(std::move(part), hold_s_, noisy_, seen_) : nullptr;
+    return part ? std::make_unique<NoisyExchangeTransport>(std::move(part), hold_s_, noisy_, large_, seen_) : nullptr;
   }
   BatchTiming time_batch(const OpSpec& s, int iters, bool per_iteration) override {
     BatchTiming t = inner().time_batch(s, iters, per_iteration);
-    if (!small(s) || (noisy_ >= 0 && *seen_ > noisy_)) return t;
+    if (!held(s) || (noisy_ >= 0 && *seen_ > noisy_)) return t;
     std::this_thread::sleep_for(std::chrono::duration<double>(hold_s_ * iters));
     t.seconds += hold_s_ * iters;
     for (double& each : t.per_iteration) each += hold_s_;
@@ -740,9 +741,10 @@ class NoisyLatencyTransport final : public ForwardingTransport {
   }
 
  private:
-  static bool small(const OpSpec& s) { return s.op == Op::sendrecv && s.counts.bytes <= 8; }
+  [[nodiscard]] bool held(const OpSpec& s) const { return s.op == Op::sendrecv && (s.counts.bytes <= 8) != large_; }
   double hold_s_;
   int noisy_;
+  bool large_;
   std::shared_ptr<int> seen_;
 };
 
@@ -752,13 +754,13 @@ Layout two_nodes_of_two(const Comm& world) {
 }
 
 // The second pass over h0 <-> h1 with rank 0 (h0's rail 0) as `noisy` and
-// `hold_s` say (NoisyLatencyTransport), in `bursts` bursts of the small
+// `hold_s` say (NoisyExchangeTransport), in `bursts` bursts of the small
 // message; rank 0's figures.
 NodePairs checks_with_noise(const Comm& world, double hold_s, int noisy, int bursts) {
-  NoisyLatencyTransport transport(std::make_unique<MpiTransport>(world), world.rank() == 0 ? hold_s : 0.0, noisy);
+  NoisyExchangeTransport transport(std::make_unique<MpiTransport>(world), world.rank() == 0 ? hold_s : 0.0, noisy);
   std::uint64_t wrong = 0;
-  const NodePairs checks =
-      run_pair_checks(small_config(), transport, world, two_nodes_of_two(world), {{1, 0}}, wrong, 60.0, bursts);
+  const NodePairs checks = run_pair_checks(small_config(), transport, world, two_nodes_of_two(world),
+                                           {PairRound{{1, 0}, -1}}, wrong, 60.0, bursts);
   EXPECT_EQ(wrong, 0U);
   return checks;
 }
@@ -788,6 +790,65 @@ TEST(MultinodeMpi, ALatencyCheckInBurstsSeesPastOneHeldBurstAndNotPastADelay) {
   EXPECT_GE(*once.rails[0].lat(0, 1), hold_s * 1e6);
   EXPECT_LT(*bursts.rails[0].lat(0, 1), hold_s * 1e6);
   EXPECT_GE(*delayed.rails[0].lat(0, 1), hold_s * 1e6);
+}
+
+// A round of one rail runs that rail's pair alone: its figures and, with
+// bursts, its small message's, and none of the other rail's or of the node
+// pair (whose figure is its rails' sum).
+TEST(MultinodeMpi, ARoundOfOneRailMeasuresThatRailAlone) {
+  const Comm world = Comm::world();
+  if (world.size() != 4) GTEST_SKIP() << "two nodes of two ranks";
+  MpiTransport transport(world);
+  for (const int bursts : {1, 3}) {
+    std::uint64_t wrong = 0;
+    const NodePairs checks = run_pair_checks(small_config(), transport, world, two_nodes_of_two(world),
+                                             {PairRound{{1, 0}, 1}}, wrong, 60.0, bursts);
+    EXPECT_EQ(wrong, 0U);
+    if (world.rank() != 0) continue;
+    ASSERT_EQ(checks.rails.size(), 2U);
+    EXPECT_TRUE(checks.rails[1].bw(0, 1)) << bursts;
+    EXPECT_TRUE(checks.rails[1].lat(0, 1)) << bursts;
+    EXPECT_FALSE(checks.rails[0].bw(0, 1)) << bursts;
+    EXPECT_FALSE(checks.rails[0].lat(0, 1)) << bursts;
+    EXPECT_FALSE(checks.nodes.bw(0, 1)) << bursts;
+    EXPECT_FALSE(checks.nodes.lat(0, 1)) << bursts;
+  }
+}
+
+// A link suspect's large message runs the rounds three times over and its
+// bandwidth is the fastest: a rank held off its core through one
+// measurement (50 ms an exchange) is seen at its healthy rate in the others,
+// while a link slow every time stays slow.
+TEST(MultinodeMpi, ABandwidthCheckThreeTimesOverSeesPastOneHeldTimeAndNotPastASlowLink) {
+  const Comm world = Comm::world();
+  if (world.size() != 4) GTEST_SKIP() << "two nodes of two ranks";
+  constexpr double hold_s = 50e-3;
+  const double held_gbs = static_cast<double>(small_config().pairs.bytes) / hold_s / 1e9;
+  const auto checks = [&](int noisy, int times) {
+    NoisyExchangeTransport transport(std::make_unique<MpiTransport>(world), world.rank() == 0 ? hold_s : 0.0, noisy,
+                                     true);
+    std::uint64_t wrong = 0;
+    const NodePairs pairs = run_pair_checks(small_config(), transport, world, two_nodes_of_two(world),
+                                            {PairRound{{1, 0}, -1}}, wrong, unlimited_seconds, 1, times);
+    EXPECT_EQ(wrong, 0U);
+    return pairs;
+  };
+  const NodePairs once = checks(1, 1);
+  const NodePairs thrice = checks(1, 3);
+  const NodePairs slow = checks(-1, 3);
+  if (world.rank() != 0) return;
+  for (const NodePairs* pairs : {&once, &thrice, &slow}) {
+    ASSERT_EQ(pairs->rails.size(), 2U);
+    ASSERT_TRUE(pairs->rails[0].bw(0, 1));
+    ASSERT_TRUE(pairs->rails[1].bw(0, 1));
+    ASSERT_TRUE(pairs->nodes.bw(0, 1));
+    EXPECT_GT(*pairs->rails[1].bw(0, 1), 2 * held_gbs);  // the rail with no hold
+  }
+  EXPECT_LE(*once.rails[0].bw(0, 1), held_gbs);
+  EXPECT_GT(*thrice.rails[0].bw(0, 1), 2 * held_gbs);
+  EXPECT_LE(*slow.rails[0].bw(0, 1), held_gbs);
+  // The node pair's figure is its rails' sum from one round, the fastest round's.
+  EXPECT_GT(*thrice.nodes.bw(0, 1), 2 * held_gbs);
 }
 
 // The folder every rank writes into: rank 0's scratch folder, named to all.

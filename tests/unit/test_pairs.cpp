@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include <gtest/gtest.h>
@@ -403,6 +404,52 @@ TEST(Confirmation, TheEndsOfASuspectLinkArePartnersWhenNoOtherNodeIsLeft) {
   EXPECT_EQ(got, want);
 }
 
+// The pairs of `rounds`, lowest node first, each with its round's rail;
+// every round a pairing (each node's partner names it back).
+std::set<std::tuple<int, int, int>> paired_on(const std::vector<PairRound>& rounds, int nodes) {
+  std::set<std::tuple<int, int, int>> met;
+  for (const PairRound& r : rounds) {
+    EXPECT_EQ(r.partners.size(), static_cast<std::size_t>(nodes));
+    for (int a = 0; a < nodes; ++a) {
+      const int b = r.partners[static_cast<std::size_t>(a)];
+      if (b < 0) continue;
+      EXPECT_EQ(r.partners[static_cast<std::size_t>(b)], a);
+      if (a < b) EXPECT_TRUE(met.insert({a, b, r.rail}).second);
+    }
+  }
+  return met;
+}
+
+// A rail's suspects are measured again on that rail alone, after the
+// rounds of every rail at once; partners are chosen over every suspect (a
+// node suspected on any rail is no healthy partner on another).
+TEST(Confirmation, ARailsSuspectsAreMeasuredOnThatRailAloneAfterTheOthers) {
+  Finding rail_link = suspect_link(0, 3);
+  rail_link.rail = 0;
+  Finding nic = suspect_node(4, 1.0);
+  nic.kind = FindingKind::slow_nic;
+  nic.rail = 1;
+  const Finding node = suspect_node(2, 1.0);
+  const std::vector<PairRound> rounds = confirmation_rounds({rail_link, nic, node}, 6);
+  ASSERT_FALSE(rounds.empty());
+  // Every rail at once first, then rail 0, then rail 1.
+  for (std::size_t k = 1; k < rounds.size(); ++k) EXPECT_LE(rounds[k - 1].rail, rounds[k].rail);
+  EXPECT_EQ(rounds.front().rail, -1);
+  // Node 2 with the healthy nodes 1 and 5, then the ends of the link; never
+  // node 4.
+  const std::set<std::tuple<int, int, int>> want{
+      {1, 2, -1}, {2, 5, -1}, {0, 2, -1},  // the node, every rail at once
+      {0, 3, 0},  {0, 1, 0},  {3, 5, 0},   // the link on rail 0 and each end
+      {1, 4, 1},  {4, 5, 1},  {0, 4, 1},   // the NIC on rail 1
+  };
+  EXPECT_EQ(paired_on(rounds, 6), want);
+  // With no rail's suspect, the rounds are pack_rounds' of confirmation_pairs', on every rail.
+  const std::vector<PairRound> plain = confirmation_rounds({node}, 6);
+  const std::vector<std::vector<int>> packed = pack_rounds(confirmation_pairs({node}, 6), 6);
+  ASSERT_EQ(plain.size(), packed.size());
+  for (std::size_t k = 0; k < plain.size(); ++k) EXPECT_EQ(plain[k], (PairRound{packed[k], -1}));
+}
+
 TEST(Confirmation, ConfirmsASlowNodeAndClearsANoisyOne) {
   PairMatrix second(4);
   for (const int j : {0, 1}) set_pair(second, 3, j, 0.02);  // node 3 slow again with both
@@ -490,6 +537,51 @@ TEST(Confirmation, ALinkIsConfirmedWhenSlowAgainAndANodeWithoutPartnersIsNot) {
   c = confirm_suspects({suspect_node(1, 1.0)}, NodePairs{PairMatrix(2), {}}, hosts, {});
   ASSERT_EQ(c.unconfirmed.size(), 1U);
   EXPECT_NE(c.unconfirmed[0].message.find("no healthy node was left"), std::string::npos);
+}
+
+// Slow again against the first pass's reference is not enough where the
+// whole second pass is slower (a machine that got busier): a link is
+// confirmed only below (1 - drop) x its ends' figures with other partners
+// in the same pass, and a node slow with one partner only when that link is
+// below (1 - drop) x its figures with the others.
+TEST(Confirmation, ASlowerSecondPassAccusesNoLinkThatIsNoSlowerThanItsNeighbours) {
+  const Finding link = suspect_link(0, 1);
+  PairMatrix second(4);
+  set_pair(second, 0, 1, 0.048);  // under a fifth of the 1 GB/s reference
+  set_pair(second, 0, 2, 0.071);
+  set_pair(second, 1, 3, 0.09);
+  Confirmation c = confirm_suspects({link}, NodePairs{second, {}}, hosts, {});
+  EXPECT_TRUE(c.findings.empty());
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
+  EXPECT_FALSE(c.unconfirmed[0].confirmed.value());
+  EXPECT_NE(c.unconfirmed[0].message.find("measured again at 0.048 GB/s, no slower than its ends with other partners "
+                                          "(a <-> c (0.071 GB/s), b <-> d (0.090 GB/s))"),
+            std::string::npos)
+      << c.unconfirmed[0].message;
+  // Below half its ends' median (0.081 GB/s): confirmed.
+  set_pair(second, 0, 1, 0.03);
+  c = confirm_suspects({link}, NodePairs{second, {}}, hosts, {});
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_TRUE(c.findings[0].confirmed.value());
+
+  // Node 4 slow with a (0.048) and "fast" with b (0.071): no link stands out.
+  PairMatrix five(5);
+  set_pair(five, 4, 0, 0.048);
+  set_pair(five, 4, 1, 0.071);
+  const Finding nic = suspect_node(4, 0.12);  // slow below 0.06 GB/s
+  c = confirm_suspects({nic}, NodePairs{five, {}}, hosts, {});
+  EXPECT_TRUE(c.findings.empty());
+  ASSERT_EQ(c.unconfirmed.size(), 1U);
+  EXPECT_NE(c.unconfirmed[0].message.find(
+                "measured again slow with a (0.048 GB/s) only, and no slower than with b (0.071 GB/s)"),
+            std::string::npos)
+      << c.unconfirmed[0].message;
+  // A tenth of the other: that link.
+  set_pair(five, 4, 0, 0.007);
+  c = confirm_suspects({nic}, NodePairs{five, {}}, hosts, {});
+  ASSERT_EQ(c.findings.size(), 1U);
+  EXPECT_EQ(c.findings[0].kind, FindingKind::slow_link);
+  EXPECT_EQ(c.findings[0].nodes, (std::vector<int>{0, 4}));
 }
 
 TEST(Confirmation, ANodeIsNotJudgedAcrossASuspectLink) {

@@ -95,6 +95,17 @@ std::vector<std::pair<int, int>> confirmation_pairs(const std::vector<Finding>& 
 // gives them.
 std::vector<std::vector<int>> pack_rounds(const std::vector<std::pair<int, int>>& pairs, int nodes);
 
+// The second pass's rounds: confirmation_pairs' pairs packed into rounds,
+// first those of the suspects of no one rail, every rail at once; then each
+// rail's suspects' (a slow NIC, a rail's link) in rounds of that rail alone,
+// so that a rail is confirmed slow by its own exchanges with no other rail's
+// traffic or ranks beside it (every rail at once on ranks that share cores,
+// a healthy rail's pair measured at a fifteenth of its rate, twice, and was
+// confirmed a slow link). Partners are chosen over every suspect, as
+// confirmation_pairs chooses them.
+std::vector<PairRound> confirmation_rounds(const std::vector<Finding>& suspects, int nodes,
+                                           const std::vector<Finding>& known = {});
+
 struct Confirmation {
   std::vector<Finding> findings;     // confirmed (a node slow with one partner only becomes that link)
   std::vector<Finding> unconfirmed;  // measured healthy again, or with no healthy partner to measure with

@@ -92,23 +92,28 @@ PairsResult run_pairs(const RunConfig& config, Transport& transport, const Comm&
                       const PhaseLimit& limit = {}, const PairPass& pass = {});
 
 // The second pass over node pairs: `rounds` (each every node's partner, -1
-// idle; the same on every rank) measured at the first pass's sizes and
+// idle, on one rail or every rail at once; the same on every rank) measured
+// at the first pass's sizes and
 // iteration counts (as long as it: a lossy link's mean is only as steady as
 // the iterations it averages), within `seconds` (read on world rank 0:
 // each round an even part of what is left, a slow link's bandwidth with a
 // smaller message where the full one would not fit it). The matrices of
-// what they measured (the nodes', each rail's) are complete on world rank 0.
+// what they measured (the nodes', each rail's) are complete on world rank 0;
+// a round of one rail has that rail's figures and no node pair's.
 // With `latency_bursts` above one, each pair's small message runs that many
 // times in all, spread over the pass (before the rounds and after them) and
 // each rail on its own, and its latency is the fastest: a wait for a core
-// slows one burst, a slow link every one.
+// slows one burst, a slow link every one. With `bandwidth_bursts` above one,
+// the rounds run that many times over (the later times the large message
+// only), and a pair's bandwidth is its fastest: where ranks share cores a
+// healthy pair's exchanges now and then run at a twentieth of its rate for
+// seconds, while a slow link is slow every time.
 NodePairs run_pair_checks(const RunConfig& config, Transport& transport, const Comm& world, const Layout& layout,
-                          const std::vector<std::vector<int>>& rounds, std::uint64_t& wrong,
-                          double seconds = unlimited_seconds, int latency_bursts = 1);
+                          const std::vector<PairRound>& rounds, std::uint64_t& wrong,
+                          double seconds = unlimited_seconds, int latency_bursts = 1, int bandwidth_bursts = 1);
 
 // World rank 0's rounds on every rank.
-std::vector<std::vector<int>> broadcast_rounds(const Comm& world, const std::vector<std::vector<int>>& rounds,
-                                               int nodes);
+std::vector<PairRound> broadcast_rounds(const Comm& world, const std::vector<PairRound>& rounds, int nodes);
 
 // The bisection test (engine/placement.hpp): for each planned halving
 // (plan_bisection, with each node's latency island when known: the same on

@@ -61,6 +61,15 @@ struct NodePairs {
   std::vector<PairMatrix> rails;
 };
 
+// A round of a second pass over node pairs: every node's partner (-1: idle),
+// as engine/pairs.hpp's partners() gives them, and the one rail it runs on
+// (local rank `rail` of each node; -1: every rail at once).
+struct PairRound {
+  std::vector<int> partners;
+  int rail = -1;
+  bool operator==(const PairRound&) const = default;
+};
+
 struct PairsResult {
   std::size_t bytes = 0;        // large message: bandwidth
   std::size_t small_bytes = 0;  // small message: latency
