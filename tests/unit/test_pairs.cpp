@@ -414,7 +414,9 @@ std::set<std::tuple<int, int, int>> paired_on(const std::vector<PairRound>& roun
       const int b = r.partners[static_cast<std::size_t>(a)];
       if (b < 0) continue;
       EXPECT_EQ(r.partners[static_cast<std::size_t>(b)], a);
-      if (a < b) EXPECT_TRUE(met.insert({a, b, r.rail}).second);
+      if (a < b) {
+        EXPECT_TRUE(met.insert({a, b, r.rail}).second);
+      }
     }
   }
   return met;
