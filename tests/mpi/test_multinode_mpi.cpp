@@ -851,6 +851,37 @@ TEST(MultinodeMpi, ABandwidthCheckThreeTimesOverSeesPastOneHeldTimeAndNotPastASl
   EXPECT_GT(*thrice.nodes.bw(0, 1), 2 * held_gbs);
 }
 
+// The pair matrix's small message runs twice, the second time after every
+// round and each rail on its own, and a rail's latency is the fastest: a
+// rank held off its core through the rounds' burst (5 ms an exchange) is
+// seen at its healthy figure, while a link that adds a delay to every burst
+// stays slow.
+TEST(MultinodeMpi, APairMatrixsLatencyIsTheFastestOfTwoBurstsPastAHeldOneNotPastADelay) {
+  const Comm world = Comm::world();
+  if (world.size() != 4) GTEST_SKIP() << "two nodes of two ranks";
+  constexpr double hold_s = 5e-3;
+  const auto matrix = [&](int noisy) {
+    NoisyExchangeTransport transport(std::make_unique<MpiTransport>(world), world.rank() == 0 ? hold_s : 0.0, noisy);
+    const PairsResult pairs = run_pairs(small_config(), transport, world, two_nodes_of_two(world));
+    EXPECT_EQ(pairs.wrong, 0U);
+    return pairs;
+  };
+  const PairsResult held = matrix(1);
+  const PairsResult delayed = matrix(-1);
+  if (world.rank() != 0) return;
+  for (const PairsResult* pairs : {&held, &delayed}) {
+    ASSERT_EQ(pairs->rails.size(), 2U);
+    ASSERT_TRUE(pairs->rails[0].lat(0, 1));
+    ASSERT_TRUE(pairs->rails[1].lat(0, 1));
+    ASSERT_TRUE(pairs->nodes.lat(0, 1));
+    // The node pair's latency is the mean of its rails' fastest.
+    EXPECT_DOUBLE_EQ(*pairs->nodes.lat(0, 1), (*pairs->rails[0].lat(0, 1) + *pairs->rails[1].lat(0, 1)) / 2);
+    EXPECT_LT(*pairs->rails[1].lat(0, 1), hold_s * 1e6);  // the rail with no noise
+  }
+  EXPECT_LT(*held.rails[0].lat(0, 1), hold_s * 1e6);
+  EXPECT_GE(*delayed.rails[0].lat(0, 1), hold_s * 1e6);
+}
+
 // The folder every rank writes into: rank 0's scratch folder, named to all.
 std::string shared_scratch(const Comm& world, const char* name) {
   std::string dir;
