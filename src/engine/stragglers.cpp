@@ -54,8 +54,8 @@ FillTimes across_ranks(const Comm& world, double t) {
 // The fastest rank's time for one fill of `spec`'s (prepared) buffers at
 // its full pace (its quickest fill), and the slowest rank's at its best pace
 // of every step so far (`best_s_per_byte`, this rank's, which this step
-// updates: its fills' mean), each rank filling them again until its fills
-// took `least_s` or `most_fills` were done.
+// updates: its pace in the window's second half), each rank filling them
+// again until its fills took `least_s`.
 // The fastest rank's mean fill, on a machine busy with other work, came out
 // 2 to 5 times its fill in the round after it, and the work, sized to
 // pace_work_s of it, fell to 1 to 2 ms: about a CPU quota's slice, inside
@@ -71,24 +71,39 @@ FillTimes across_ranks(const Comm& world, double t) {
 // often spent the period's quota: one step's fills of 6 MiB took such a
 // rank 18.6 ms each, 6 times its pace, which cut the fills per iteration to
 // 4 (1.7 ms of work; with 9, 2.4 ms, it came late in only 24 of 40
-// iterations). Its best step is one that started with a slice. A rank too
-// slow for a second fill is timed by its first.
+// iterations). Its best step is one that started with a slice.
+// Nor does a step's window start at that rank's pace: a quota lets a rank
+// run a few milliseconds past its slice (the kernel throttles at its ticks
+// and scheduling points) and takes it back in the periods after. Stopped
+// after 64 fills (2.8 ms of the release build's 1 MiB fills), one step's
+// timing was all such a burst, the held rank read as 1.7 to 17 times faster
+// than its pace in the round (44 us a fill against 760), and its
+// iterations took 50 to 60 ms where the sizing meant 20: 9 fitted, and the
+// round was skipped. Hence the window's whole 50 ms, and the pace of its
+// second half only: from the end of the last fill before the half (the
+// window's start where none ended before it) to the end. A rank too slow
+// for a second fill is timed by its first.
 FillTimes paced_fill_times(Transport& transport, const Comm& world, const OpSpec& spec, double& best_s_per_byte) {
   constexpr double least_s = 50e-3;
-  constexpr int most_fills = 64;
   const SteadyClock::time_point start = SteadyClock::now();
   double elapsed = 0;
   double quickest = std::numeric_limits<double>::infinity();
+  double half_from = 0;  // the end of the last fill before least_s / 2
+  int fills_from = 0;    // and the fills done by then
   int fills = 0;
-  while (fills < most_fills && elapsed < least_s) {
+  while (elapsed < least_s) {
     const double before = elapsed;
     transport.fill(spec);
     ++fills;
     elapsed = std::chrono::duration<double>(SteadyClock::now() - start).count();
     quickest = std::min(quickest, elapsed - before);
+    if (elapsed < least_s / 2) {
+      half_from = elapsed;
+      fills_from = fills;
+    }
   }
   const auto bytes = static_cast<double>(spec.counts.bytes);
-  best_s_per_byte = std::min(best_s_per_byte, elapsed / fills / bytes);
+  best_s_per_byte = std::min(best_s_per_byte, (elapsed - half_from) / (fills - fills_from) / bytes);
   return {across_ranks(world, quickest).fastest_s, across_ranks(world, best_s_per_byte).slowest_s * bytes};
 }
 
@@ -180,8 +195,13 @@ PaceWork size_pace_work(Transport& transport, const Comm& world, double seconds)
   // round was skipped, and the slower a rank, the less it was judged; with
   // room for them once and a half, its pace, timed over 50 ms at 6 times the
   // others', came to 10 in the round (its 4.4 ms of work spread over five
-  // of the quota's periods), and 9 iterations fitted.
-  const auto longest_s = [&whole] { return whole.left_s() / 2 / (3.0 * pace_min_iterations); };
+  // of the quota's periods), and 9 iterations fitted. The rounds' time is
+  // what the sizing leaves once its third is spent (or all that is left,
+  // where less): sized from all that was left while it ran, the room was
+  // twice, not three times, the fewest.
+  const auto longest_s = [&whole, seconds] {
+    return std::min(whole.left_s(), 2 * seconds / 3) / 2 / (3.0 * pace_min_iterations);
+  };
   // Steps from 1 MiB: the buffers made and filled once (the making), then
   // their fill timed at pace on every rank, and the next size chosen from
   // what the step cost (next_work_bytes). Sized from one make of 1 MiB
