@@ -261,23 +261,36 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
   round.work_fills = work.fills;
   std::vector<double> work_s;
   std::vector<double> enter_s;  // this rank's clock, from the round's start
-  std::vector<double> leave_s;
   double longest = 0;
   transport.barrier();
   const SteadyClock::time_point zero = SteadyClock::now();
   const auto since = [](SteadyClock::time_point from) {
     return std::chrono::duration<double>(SteadyClock::now() - from).count();
   };
+  // Bare all-reduces of the world, no work before them, each rank stamping
+  // when it left: the clocks' samples (below), before the round and after
+  // it, both inside its share (each iteration goes only where the samples
+  // after it fit too, as long as those before took).
+  const auto samples = [&] {
+    std::vector<double> left(static_cast<std::size_t>(clock_samples));
+    std::array<double, 1> none{0.0};
+    for (double& t : left) {
+      world.allreduce_max(std::span<double>(none));
+      t = since(zero);
+    }
+    return left;
+  };
+  const std::vector<double> before = samples();
+  const double samples_s = before.back();
   for (int i = 0; i < pace_iterations; ++i) {
     int go = 1;
-    if (lead && std::isfinite(seconds)) go = window.left_s() > longest ? 1 : 0;
+    if (lead && std::isfinite(seconds)) go = window.left_s() > longest + samples_s ? 1 : 0;
     if (world.broadcast_value(go, 0) == 0) break;
     const SteadyClock::time_point start = SteadyClock::now();
     for (int f = 0; f < work.fills; ++f) transport.fill(spec);
     work_s.push_back(since(start));
     enter_s.push_back(since(zero));
     (void)transport.time_batch(sync, 1, false);
-    leave_s.push_back(since(zero));
     longest = std::max(longest, since(start));
   }
   const auto iterations = static_cast<int>(work_s.size());
@@ -285,16 +298,25 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
     round.seconds = window.elapsed_s();
     return round;
   }
+  const std::vector<double> after = samples();
 
-  // Each rank's arrivals on rank 0's clock: the all-reduce ends for every
-  // rank at once, so this rank's clock is rank 0's shifted by how much
-  // later it left in most iterations (clock_shift). A rank held off its
-  // core inside the all-reduce, after its data went out (a CPU quota's
-  // slice spent), leaves late, but entered on time: timed by its time
-  // inside, such a rank read as if it had come first, and a rank held to a
-  // tenth of a core read as late in 29 of 40 iterations.
-  const std::size_t k = enter_s.size();
-  std::vector<double> reference(leave_s);
+  // Each rank's arrivals on rank 0's clock. A bare all-reduce ends for
+  // every rank at once, so this rank's clock is rank 0's shifted by how much
+  // later it left in most of the samples before the round (clock_shift),
+  // and likewise after it; an arrival takes the shift drawn between the two
+  // at its time (the clocks of two hosts may drift apart). Not the round's
+  // own all-reduces: a rank held off its core inside one after its data
+  // went out (a CPU quota's slice spent) leaves it late, and where that is
+  // so in nearly every iteration the shift takes the wait in: a rank held to
+  // a tenth of a core, its work about one slice, came out on time in all 25
+  // iterations of one run, though each took about the quota's 10 ms period
+  // against 1 ms of work. (Timed by its time inside the all-reduce instead,
+  // such a rank read as if it had come first, and late in only 29 of 40
+  // iterations.) The samples are the world's own all-reduces, not the
+  // transport's: they cost a held rank little of its quota, and on GPUs
+  // they need no stream.
+  std::vector<double> reference(before);
+  reference.insert(reference.end(), after.begin(), after.end());
   world.broadcast(std::as_writable_bytes(std::span<double>(reference)), 0);
   // The work's upper quartile first: the shift's tolerance is a part of the
   // fastest rank's.
@@ -304,11 +326,21 @@ PaceRound run_pace_round(Transport& transport, const Comm& world, const Layout& 
   work_slots[me] = percentile(work_s, 0.75);
   world.allreduce_max(std::span<double>(work_slots));
   const double fastest_work = *std::min_element(work_slots.begin(), work_slots.end());
-  std::vector<double> shift(k);
-  for (std::size_t i = 0; i < k; ++i) shift[i] = leave_s[i] - reference[i];
-  const double offset = clock_shift(shift, 0.1 * fastest_work);
+  const auto shift_of = [&](const std::vector<double>& left, std::size_t from) {
+    std::vector<double> shifts(left.size());
+    for (std::size_t i = 0; i < left.size(); ++i) shifts[i] = left[i] - reference[from + i];
+    return clock_shift(shifts, 0.1 * fastest_work);
+  };
+  const double shift_before = shift_of(before, 0);
+  const double shift_after = shift_of(after, before.size());
+  const double from_s = before.back();
+  const double span_s = after.front() - from_s;
+  const std::size_t k = enter_s.size();
   std::vector<double> arrival(k);
-  for (std::size_t i = 0; i < k; ++i) arrival[i] = enter_s[i] - offset;
+  for (std::size_t i = 0; i < k; ++i) {
+    const double along = span_s > 0 ? std::clamp((enter_s[i] - from_s) / span_s, 0.0, 1.0) : 0.0;
+    arrival[i] = enter_s[i] - (shift_before + along * (shift_after - shift_before));
+  }
 
   // One reduction of maxima: each iteration's last arrival and its first
   // (negated). Every rank then knows, per iteration, how long after the

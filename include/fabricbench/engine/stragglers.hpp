@@ -69,11 +69,16 @@ struct PaceWork {
 };
 PaceWork size_pace_work(Transport& transport, const Comm& world, double seconds);
 
-// The shift of one clock against another from `shifts` (per iteration,
+// The shift of one clock against another from `shifts` (per sample,
 // when one rank left the same collective less when the other did; both
 // leave together but now and then one late): the middle of the densest run
 // of them within `tolerance_s`. 0 for none.
 double clock_shift(std::vector<double> shifts, double tolerance_s);
+
+// The samples of the ranks' clocks before a pace round and after it, each
+// a bare one-value all-reduce of `world` (a few hundred microseconds in all
+// over TCP; one late leaving among them does not move the densest run).
+inline constexpr int clock_samples = 8;
 
 // Runs one round on every rank of `world` (the transport's group) with
 // `work` (size_pace_work) within `seconds` (read on rank 0):
