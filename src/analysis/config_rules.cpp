@@ -42,12 +42,29 @@ struct Rules {
     for (const NodeConfig& r : configs) ++records_of_node[r.node];
   }
 
-  // The ranks, when the node's ranks do not all share one record.
-  std::string device(const NodeConfig& c) const {
-    return records_of_node.at(c.node) > 1 ? ranks_text(c.ranks) : std::string();
-  }
+  // Which records of which node each finding in `out` was found on.
+  struct Source {
+    int node = 0;
+    std::vector<int> ranks;
+    int records = 0;
+  };
+  std::vector<Source> sources;
+
+  // A finding names the ranks whose records it was found on; found alike on
+  // every record of its node (interfaces of different MTUs, where the ranks
+  // differ only in a variable), it is the node's, said once.
   void add(const char* kind, const NodeConfig& c, std::string detail) {
-    out.push_back({kind, c.host, device(c), std::move(detail)});
+    std::size_t i = 0;
+    while (i < out.size() && !(sources[i].node == c.node && out[i].kind == kind && out[i].detail == detail)) ++i;
+    if (i == out.size()) {
+      out.push_back({kind, c.host, "", std::move(detail)});
+      sources.push_back({c.node, {}, 0});
+    }
+    Source& s = sources[i];
+    s.ranks.insert(s.ranks.end(), c.ranks.begin(), c.ranks.end());
+    std::sort(s.ranks.begin(), s.ranks.end());
+    ++s.records;
+    out[i].device = s.records == records_of_node.at(c.node) ? std::string() : ranks_text(s.ranks);
   }
 
   // Compares one value across the records, each weighing its rank count, and

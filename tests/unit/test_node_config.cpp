@@ -334,6 +334,26 @@ TEST(ConfigurationRules, MtuAcrossNodesAndWithinTheInterfacesNcclUses) {
   EXPECT_TRUE(check_configuration({mixed}).empty());
 }
 
+TEST(ConfigurationRules, AFindingAlikeOnEveryRecordOfANodeIsTheNodesSaidOnce) {
+  // Ranks 0-1 and rank 2 of one node differ in a variable; both records see
+  // the machine's interfaces of two MTUs.
+  const auto two_mtus = [](NodeConfig c) {
+    c.interfaces.push_back({"eth1", 9000, "up"});
+    c.nccl_interfaces = {"eth0", "eth1"};
+    return c;
+  };
+  NodeConfig odd = two_mtus(record("a", 0, {2}));
+  odd.environment["NCCL_DEBUG"] = "INFO";
+  auto found = check_configuration({two_mtus(record("a", 0, {0, 1})), odd, record("b", 1, {3})});
+  ASSERT_EQ(lines(found), (std::vector<std::string>{"setting_drift a rank 2", "mtu_mismatch a"}));
+  EXPECT_NE(found[1].detail.find("1500 (eth0), 9000 (eth1)"), std::string::npos) << found[1].detail;
+  // Alike on some of the node's records: those records' ranks, together.
+  NodeConfig one_interface = record("a", 0, {2});
+  one_interface.environment["NCCL_SOCKET_IFNAME"] = "eth0";
+  found = check_configuration({two_mtus(record("a", 0, {0, 1})), one_interface, two_mtus(record("a", 0, {3}))});
+  EXPECT_EQ(lines(found), (std::vector<std::string>{"setting_drift a rank 2", "mtu_mismatch a ranks 0, 1, 3"}));
+}
+
 // ---- the gather's assignment, the JSON form, the summary
 
 TEST(ConfigurationRecords, SilentRanksJoinTheRecordTheirNodeSent) {
