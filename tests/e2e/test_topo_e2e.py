@@ -221,8 +221,24 @@ class Topo(unittest.TestCase):
 
 
     def test_a_rank_with_its_own_environment_is_named(self):
-        # Rank 3 alone runs with NCCL_ALGO forced: drift from ranks 0-2, and a forced algorithm.
+        # What this machine itself has (interfaces of different MTUs, a port
+        # down) is its own: the findings of four ranks alike, one record for
+        # the node, none naming a rank.
         args = ["topo", "--no-measure", "--json", self.json]
+        proc = mpirun(4, *args)
+        self.assertEqual(proc.returncode, 0, proc.stderr)
+        with open(self.json, encoding="utf-8") as f:
+            topo = json.load(f)["topology"]
+        self.assertEqual([c["ranks"] for c in topo["configuration"]], [[0, 1, 2, 3]])
+        machine = [(a["kind"], a["host"], a["device"], a["detail"]) for a in topo["anomalies"]]
+        for kind, _, device, detail in machine:
+            self.assertNotIn(kind, ("setting_drift", "version_drift", "nccl_forced"), detail)
+            self.assertNotIn("rank", device, detail)
+        self.assertIn("software and settings (1 variant):", proc.stdout)
+
+        # Rank 3 alone runs with NCCL_ALGO forced: drift from ranks 0-2, and a
+        # forced algorithm, named on rank 3; the machine's own findings, alike
+        # on both records, stay the node's, said once.
         proc = mpirun_mpmd([(3, [], args), (1, ["-x", "NCCL_ALGO=Ring"], args)])
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
@@ -232,20 +248,13 @@ class Topo(unittest.TestCase):
         self.assertEqual([c["ranks"] for c in topo["configuration"]], [[0, 1, 2], [3]])
         self.assertEqual(topo["configuration"][1]["environment"]["NCCL_ALGO"], "Ring")
         self.assertNotIn("NCCL_ALGO", topo["configuration"][0]["environment"])
-        found = [(a["kind"], a["host"], a["device"]) for a in topo["anomalies"]]
-        self.assertEqual(found, [("setting_drift", host, "rank 3"), ("nccl_forced", host, "rank 3")])
+        found = [(a["kind"], a["host"], a["device"], a["detail"]) for a in topo["anomalies"]]
+        own = [f[:3] for f in found if f[2] == "rank 3"]
+        self.assertEqual(own, [("setting_drift", host, "rank 3"), ("nccl_forced", host, "rank 3")])
+        self.assertEqual([f for f in found if f[2] != "rank 3"], machine)
         self.assertIn(f"{host} rank 3: setting_drift: environment NCCL_ALGO=Ring; most ranks (3 of 4) have "
                       "NCCL_ALGO unset", proc.stdout)
         self.assertIn("software and settings (2 variants):", proc.stdout)
-
-        # The same ranks alike: one record for the node, no finding.
-        proc = mpirun(4, *args)
-        self.assertEqual(proc.returncode, 0, proc.stderr)
-        with open(self.json, encoding="utf-8") as f:
-            topo = json.load(f)["topology"]
-        self.assertEqual([c["ranks"] for c in topo["configuration"]], [[0, 1, 2, 3]])
-        self.assertEqual(topo["anomalies"], [])
-        self.assertIn("software and settings (1 variant):", proc.stdout)
 
     def test_run_and_report_show_the_configuration_findings(self):
         args = ["run", "--ops", "allreduce", "--sizes", "1K", "--iters", "2", "--no-measure", "--json", self.json]
