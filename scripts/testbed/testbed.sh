@@ -53,8 +53,9 @@ usage: testbed.sh COMMAND [ARGS]
                                       directions; the ranks must be started through rail-ports.sh:
                                       testbed.sh mpirun -np N scripts/testbed/rail-ports.sh PROG ARGS...
   slow-group RATE HOST...             limit traffic between the listed hosts and all others to RATE
-                                      (within the group and among the others: unshaped); with a small
-                                      FB_TESTBED_BURST, small messages queue: a latency island
+                                      with no token bucket (within the group and among the others:
+                                      unshaped); at a low RATE every message across queues: a latency
+                                      island
   uplink RATE HOST...                 move the listed hosts onto a second bridge joined to the others
                                       by ONE link of RATE (both directions): a leaf switch with an
                                       oversubscribed uplink; all traffic across shares RATE
@@ -438,8 +439,10 @@ cmd_throttle() {
 # eth0 egress.  The root is an htb whose default class does not exist, so
 # unmatched traffic is dequeued directly, unshaped; a u32 filter on the peer's
 # IP sends the pair's traffic to a class limited by htb with a tbf leaf.
+# With $4 = island the class keeps no tokens between packets (see
+# cmd_slow_group) and its leaf is the default pfifo.
 add_pair_class() {
-    local i=$1 j=$2 rate=$3 ns kind minor
+    local i=$1 j=$2 rate=$3 island=${4:-} ns kind minor burst=$TBF_BURST
     ns=$(ns_name "$i")
     kind=$(root_qdisc_kind "$i")
     case "$kind" in
@@ -454,12 +457,19 @@ add_pair_class() {
     ip netns exec "$ns" tc filter del dev eth0 parent 1: prio $((100 + j)) 2>/dev/null || true
     ip netns exec "$ns" tc qdisc del dev eth0 parent "1:$minor" 2>/dev/null || true
     ip netns exec "$ns" tc class del dev eth0 classid "1:$minor" 2>/dev/null || true
+    # A bucket of 1 byte (tc rounds it to 0): a packet may leave when the
+    # class's tokens are not below zero and then takes its length from them,
+    # so an idle class never saves up for a second packet.  tbf cannot be the
+    # leaf there: it drops a packet larger than its bucket.
+    [[ $island != island ]] || burst=1
     # quantum is set explicitly because the default (rate/r2q) is out of range
     # for high rates and htb warns about it.
     ip netns exec "$ns" tc class add dev eth0 parent 1: classid "1:$minor" \
-        htb rate "$rate" ceil "$rate" burst "$TBF_BURST" cburst "$TBF_BURST" quantum 60000
-    ip netns exec "$ns" tc qdisc add dev eth0 parent "1:$minor" handle "$minor:" \
-        tbf rate "$rate" burst "$TBF_BURST" latency "$TBF_LATENCY"
+        htb rate "$rate" ceil "$rate" burst "$burst" cburst "$burst" quantum 60000
+    if [[ $island != island ]]; then
+        ip netns exec "$ns" tc qdisc add dev eth0 parent "1:$minor" handle "$minor:" \
+            tbf rate "$rate" burst "$TBF_BURST" latency "$TBF_LATENCY"
+    fi
     ip netns exec "$ns" tc filter add dev eth0 parent 1: protocol ip prio $((100 + j)) \
         u32 match ip dst "$(host_ip "$j")/32" flowid "1:$minor"
 }
@@ -554,9 +564,13 @@ group_flags() {
 }
 
 # This kernel has no netem, so a group cannot be given a pure delay; a low
-# rate with a small bucket makes every crossing message wait for tokens
-# instead, which is what a latency island test needs: the group's own pairs
-# stay fast, every pair across is slow, for small messages too.
+# rate with no bucket makes every crossing message wait for tokens instead,
+# which is what a latency island test needs: the group's own pairs stay fast,
+# every pair across is slow, for small messages too.  The bucket must hold
+# less than a packet: one of 2 KB refilled in a pause between two exchanges
+# on the pair and passed a burst's first 20 or so small packets at once, so
+# a latency measured as the fastest iteration came out fast on one rail in
+# most runs and on both (3.6 us among 2700 us ones) in one.
 cmd_slow_group() {
     load_state
     [[ $# -ge 2 ]] || die "usage: testbed.sh slow-group RATE HOST..."
@@ -568,7 +582,7 @@ cmd_slow_group() {
     for ((i = 0; i < K; i++)); do
         for ((j = 0; j < K; j++)); do
             [[ ${in_group[i]} -ne ${in_group[j]} ]] || continue
-            add_pair_class "$i" "$j" "$rate"
+            add_pair_class "$i" "$j" "$rate" island
         done
     done
     echo "slowed traffic between {$*} and the other hosts to $rate"

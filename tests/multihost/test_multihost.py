@@ -747,9 +747,9 @@ def planned_halvings(nodes, count, seed, island_of=None):
 class Placement(TestBedCase):
     """Latency islands, the bisection test and shared storage across the 4
     hosts. The islands come from a group whose crossing traffic is slowed
-    (this kernel has no netem delay: a low rate with a small token bucket
-    makes each crossing message queue, tens of times the test bed's own
-    latency noise); the bisection and storage tests are checked for their
+    (this kernel has no netem delay: a low rate with no token bucket makes
+    each crossing message queue, a thousand times the test bed's own
+    latency); the bisection and storage tests are checked for their
     accounting, never a speed."""
 
     def setUp(self):
@@ -778,12 +778,18 @@ class Placement(TestBedCase):
         self.assertEqual(b["blocking"], worst > b["limit"])
 
     def test_a_slowed_group_is_a_latency_island(self):
-        testbed("slow-group", "128kbit", "node2", "node3", env={"FB_TESTBED_BURST": "2kb"})
+        testbed("slow-group", "128kbit", "node2", "node3")
         proc, doc = fabricbench(self.json, "p2p", "--pair-bytes", "4K", "--bisection-halvings", "1", "-q")
         self.assertEqual(proc.returncode, 0, proc.stderr)
         validate(self, self.json)
         islands = doc["islands"]
         latencies = {f"{l['from']}-{l['to']}": l["latency_us"] for l in doc["pairs"]["links"]}
+        # Every pair across, not only enough of them to split the chain, is
+        # slower than every pair within by the islands' own ratio.
+        within = [l["latency_us"] for l in doc["pairs"]["links"] if (l["from"] < 2) == (l["to"] < 2)]
+        across = [l["latency_us"] for l in doc["pairs"]["links"] if (l["from"] < 2) != (l["to"] < 2)]
+        self.assertEqual((len(within), len(across)), (4, 8), latencies)
+        self.assertGreaterEqual(min(across), islands["min_ratio"] * max(within), f"pair latencies (us): {latencies}")
         self.assertEqual([i["hosts"] for i in islands["islands"]], [HOSTS[:2], HOSTS[2:]],
                          f"{islands['message']}; pair latencies (us): {latencies}")
         self.assertEqual([i["name"] for i in islands["islands"]], ["A", "B"])
