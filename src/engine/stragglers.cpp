@@ -55,7 +55,8 @@ FillTimes across_ranks(const Comm& world, double t) {
 // its full pace (its quickest fill), and the slowest rank's at its best pace
 // of every step so far (`best_s_per_byte`, this rank's, which this step
 // updates: its pace in the window's second half), each rank filling them
-// again until its fills took `least_s`.
+// again until its fills took `least_s` and its second half holds
+// `least_tail_fills` fills, or its fills took `most_s`.
 // The fastest rank's mean fill, on a machine busy with other work, came out
 // 2 to 5 times its fill in the round after it, and the work, sized to
 // pace_work_s of it, fell to 1 to 2 ms: about a CPU quota's slice, inside
@@ -81,17 +82,27 @@ FillTimes across_ranks(const Comm& world, double t) {
 // iterations took 50 to 60 ms where the sizing meant 20: 9 fitted, and the
 // round was skipped. Hence the window's whole 50 ms, and the pace of its
 // second half only: from the end of the last fill before the half (the
-// window's start where none ended before it) to the end. A rank too slow
-// for a second fill is timed by its first.
-FillTimes paced_fill_times(Transport& transport, const Comm& world, const OpSpec& spec, double& best_s_per_byte) {
+// window's start where none ended before it) to the end.
+// Nor is 25 ms of a held rank its pace: its half held 3 or 4 fills (6.5 ms
+// each at a tenth of a core, 0.65 ms at full pace), and a wait for the
+// quota at either end of so few made it read 1.35 to 3.4 times its pace in
+// the round. The work, cut to fit that pace, fell to one or two fills, about
+// the rank's slice, and it came late in only 16 of 40 iterations. Hence
+// fills enough in the second half, for a rank slow enough to need more
+// time for them: timed over 24 fills, such a rank read 0.8 to 1.4 times its
+// pace over 2 s (over the half of 50 ms, 0.9 to 3.2 times). A rank too slow
+// for a second fill in `most_s` is timed by its first.
+FillTimes paced_fill_times(Transport& transport, const Comm& world, const OpSpec& spec, double& best_s_per_byte,
+                           double most_s) {
   constexpr double least_s = 50e-3;
+  constexpr int least_tail_fills = 24;
   const SteadyClock::time_point start = SteadyClock::now();
   double elapsed = 0;
   double quickest = std::numeric_limits<double>::infinity();
   double half_from = 0;  // the end of the last fill before least_s / 2
   int fills_from = 0;    // and the fills done by then
   int fills = 0;
-  while (elapsed < least_s) {
+  while (elapsed < least_s || (fills - fills_from < least_tail_fills && elapsed < most_s)) {
     const double before = elapsed;
     transport.fill(spec);
     ++fills;
@@ -214,7 +225,8 @@ PaceWork size_pace_work(Transport& transport, const Comm& world, double seconds)
     const SteadyClock::time_point start = SteadyClock::now();
     transport.prepare(spec);
     transport.fill(spec);
-    const FillTimes fill = paced_fill_times(transport, world, spec, best_s_per_byte);
+    // A slow rank's window at most a quarter of what is left.
+    const FillTimes fill = paced_fill_times(transport, world, spec, best_s_per_byte, window.left_s() / 4);
     const double step_s =
         across_ranks(world, std::chrono::duration<double>(SteadyClock::now() - start).count()).slowest_s;
     PaceWork next{bytes, 1};
